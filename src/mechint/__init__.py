@@ -1,0 +1,29 @@
+"""mechint: mechanical integrators that keep the geometry of mechanics.
+
+Importing mechint enables float64 in JAX (``jax_enable_x64``).
+"""
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+from mechint import diagnostics, exact, integrators, lie, solvers, systems  # noqa: E402
+from mechint._version import __version__  # noqa: E402
+from mechint.errors import InputError, StepFailure, UnsupportedError  # noqa: E402
+from mechint.simulate import simulate  # noqa: E402
+from mechint.trajectory import Trajectory  # noqa: E402
+
+__all__ = [
+    "InputError",
+    "StepFailure",
+    "Trajectory",
+    "UnsupportedError",
+    "__version__",
+    "diagnostics",
+    "exact",
+    "integrators",
+    "lie",
+    "simulate",
+    "solvers",
+    "systems",
+]

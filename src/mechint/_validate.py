@@ -1,0 +1,97 @@
+"""Validation of user input, shared by the library and the CLI (one home)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+
+from mechint.errors import InputError
+
+
+def _fmt(value) -> str:
+    try:
+        arr = np.asarray(value, dtype=float)
+        if arr.ndim == 0:
+            return f"{float(arr):g}"
+        if arr.size <= 12:
+            return "(" + ", ".join(f"{v:g}" for v in arr.ravel()) + ")"
+        return f"an array of shape {arr.shape}"
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def real_array(name: str, value, shape: Sequence[int] | None = None) -> np.ndarray:
+    """``value`` as a finite float64 array (of ``shape`` when given), else ``InputError``."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(name, f"expected numbers, got {value!r}") from None
+    if shape is not None and arr.shape != tuple(shape):
+        want = "x".join(str(s) for s in shape) if len(shape) != 1 else f"{shape[0]} numbers"
+        raise InputError(name, f"expected {want}, got shape {arr.shape} {_fmt(value)}")
+    if not np.all(np.isfinite(arr)):
+        raise InputError(name, f"all entries must be finite, got {_fmt(arr)}")
+    return arr
+
+
+def positive_vector(name: str, value, length: int) -> np.ndarray:
+    """A vector of ``length`` finite, strictly positive numbers."""
+    arr = real_array(name, value)
+    if arr.shape != (length,):
+        raise InputError(
+            name, f"expected {length} numbers, got {arr.size} {_fmt(arr)}",
+            f"give {length} comma-separated positive values",
+        )
+    if np.any(arr <= 0):
+        raise InputError(name, f"every entry must be > 0, got {_fmt(arr)}")
+    return arr
+
+
+def step_size(value, name: str = "h", *, allow_negative: bool = True) -> float:
+    """A finite, non-zero time step (strictly positive unless ``allow_negative``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | np.ndarray | np.generic):
+        raise InputError(name, f"expected a number, got {value!r}")
+    h = float(value)
+    if not math.isfinite(h):
+        raise InputError(name, f"must be finite, got {h}")
+    if h == 0.0 or (h < 0 and not allow_negative):
+        raise InputError(name, f"must be > 0, got {h:g}")
+    return h
+
+
+def count(name: str, value, minimum: int = 1) -> int:
+    """An integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, float | np.floating) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise InputError(name, f"expected a whole number, got {value!r}")
+    value = int(value)
+    if value < minimum:
+        raise InputError(name, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def save_every(steps: int, value) -> int:
+    """``save_every`` must divide ``steps`` so that the final state is saved."""
+    every = count("save_every", value)
+    if every > steps:
+        raise InputError(
+            "save_every", f"{every} is larger than steps = {steps}", f"use a value <= {steps}"
+        )
+    if steps % every:
+        near = min(_divisors(steps), key=lambda d: (abs(d - every), d))
+        raise InputError(
+            "save_every",
+            f"{every} does not divide steps = {steps}, so the final state would not be saved",
+            f"use a divisor of steps such as {near}",
+        )
+    return every
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in small]

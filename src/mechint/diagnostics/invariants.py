@@ -1,0 +1,30 @@
+"""Errors of a trajectory's invariants against their initial values."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _errors(values: dict, relative: bool) -> dict[str, np.ndarray]:
+    out = {}
+    for name, v in values.items():
+        v = np.asarray(v)
+        ref = v[..., :1]
+        err = np.abs(v - ref)
+        if relative:
+            err = err / np.where(np.abs(ref) > 0, np.abs(ref), 1.0)
+        out[name] = err
+    return out
+
+
+def invariant_errors(system, trajectory, *, relative: bool = True) -> dict[str, np.ndarray]:
+    """|I(x_k) − I(x_0)| (relative to |I(x_0)| unless ``relative=False``) for every
+    invariant of ``system``, over the saved samples (per batch member)."""
+    return _errors(system.invariants(trajectory.x), relative)
+
+
+def preserved_errors(trajectory, *, relative: bool = True) -> dict[str, np.ndarray]:
+    """The same for the quantities the run's integrator claims to keep exactly (e.g. the
+    Kahan integrals K_k at the run's h)."""
+    values = trajectory.integrator.preserved(trajectory.system, trajectory.x, trajectory.h)
+    return _errors(values, relative)

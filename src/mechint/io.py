@@ -1,0 +1,149 @@
+"""Trajectory ↔ xarray.Dataset ↔ NetCDF / CSV."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from mechint._version import __version__
+from mechint.errors import InputError
+
+FORMATS = {".nc": "netcdf", ".csv": "csv"}
+
+
+def _leaves(traj):
+    leaves = jax.tree.leaves(traj.x)
+    fields = traj.system.state_fields
+    if len(leaves) != len(fields):
+        raise ValueError("state leaves and system.state_fields disagree")
+    return [(name, dims, np.asarray(a)) for (name, dims), a in zip(fields, leaves, strict=True)]
+
+
+def metadata(traj) -> dict:
+    """Attributes recorded with every saved trajectory."""
+    integ = traj.integrator
+    settings = {}
+    if hasattr(integ, "__dataclass_fields__"):
+        import dataclasses
+
+        settings = {
+            f.name: _plain(getattr(integ, f.name)) for f in dataclasses.fields(integ)
+        }
+    return {
+        "system": type(traj.system).__name__,
+        "system_parameters": json.dumps(traj.system.parameters()),
+        "integrator": type(integ).__name__,
+        "integrator_settings": json.dumps(settings),
+        "integrator_order": int(integ.traits.order),
+        "h": float(traj.h),
+        "steps": int(traj.steps),
+        "save_every": int(traj.save_every),
+        "mechint_version": __version__,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _plain(value):
+    import dataclasses
+
+    if dataclasses.is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, np.ndarray | jax.Array):
+        return np.asarray(value).tolist()
+    return value
+
+
+def to_dataset(traj):
+    """The trajectory as an ``xarray.Dataset`` (state variables plus invariants)."""
+    import xarray as xr
+
+    lead = ("sample", "time") if traj.batched else ("time",)
+    data = {}
+    for name, dims, arr in _leaves(traj):
+        data[name] = (lead + tuple(dims), arr)
+    for name, values in traj.invariants().items():
+        data[name] = (lead, values)
+    coords = {"time": traj.t}
+    attrs = metadata(traj)
+    for key, value in traj.system.parameters().items():
+        attrs[key] = np.asarray(value, dtype=float)
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def check_writable(path, parameter: str = "out", formats=FORMATS) -> Path:
+    """Fail before any work if ``path`` has an unknown extension or cannot be written."""
+    p = Path(path)
+    if p.suffix.lower() not in formats:
+        raise InputError(
+            parameter, f"unknown file type {p.suffix or '(none)'!r} for {str(p)!r}",
+            "use one of " + ", ".join(formats),
+        )
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise InputError(parameter, f"{str(p)!r} is a directory", "give a file name")
+    if not parent.is_dir():
+        raise InputError(
+            parameter, f"folder {str(parent)!r} does not exist", "create it or choose another path"
+        )
+    existed = p.exists()
+    try:
+        with open(p, "ab"):
+            pass
+        if not existed:
+            p.unlink()
+    except OSError as exc:
+        raise InputError(parameter, f"cannot write {str(p)!r}: {exc.strerror}") from None
+    return p
+
+
+def write_netcdf(traj, path) -> None:
+    to_dataset(traj).to_netcdf(path, engine="h5netcdf")
+
+
+def write_csv(traj, path) -> None:
+    """Wide CSV: '# key: value' metadata lines, then t[, sample], one column per component."""
+    columns, names = [], ["t"]
+    n = len(traj.t)
+    batched = traj.batched
+    batch = jax.tree.leaves(traj.x)[0].shape[0] if batched else 1
+    if batched:
+        names.append("sample")
+        columns.append(np.repeat(np.arange(batch), n).astype(float))
+        columns.insert(0, np.tile(traj.t, batch))
+    else:
+        columns.insert(0, traj.t)
+    for name, _dims, arr in _leaves(traj):
+        flat = arr.reshape(batch * n, -1)
+        shape = arr.shape[(2 if batched else 1):]
+        for j, idx in enumerate(np.ndindex(*shape)):
+            names.append(name + "".join(f"_{i + 1}" for i in idx))
+            columns.append(flat[:, j])
+    for name, values in traj.invariants().items():
+        names.append(name)
+        columns.append(np.asarray(values).reshape(-1))
+    header = "\n".join(f"{k}: {v}" for k, v in metadata(traj).items())
+    np.savetxt(
+        path, np.column_stack(columns), delimiter=",", fmt="%.17g",
+        header=header + "\n" + ",".join(names), comments="# ",
+    )
+
+
+def read_csv(path) -> dict[str, np.ndarray]:
+    """Columns of a CSV written by ``write_csv``, by name."""
+    with open(path) as fh:
+        header = [line for line in fh if line.startswith("#")]
+    names = header[-1][2:].strip().split(",")
+    data = np.loadtxt(path, delimiter=",", comments="#", ndmin=2)
+    return {name: data[:, i] for i, name in enumerate(names)}
+
+
+def write(traj, path) -> None:
+    """NetCDF or CSV by extension."""
+    fmt = FORMATS.get(Path(path).suffix.lower())
+    if fmt is None:
+        check_writable(path)
+    (write_netcdf if fmt == "netcdf" else write_csv)(traj, path)

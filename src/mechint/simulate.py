@@ -1,0 +1,225 @@
+"""The driver: advance a system with an integrator by ``jax.lax.scan``.
+
+The run is split into chunks of whole save intervals.  Each chunk is one jitted call
+(cached by system type, integrator and chunk shape: parameters and h are traced, so a
+new inertia or step size reuses the compiled code) whose inner loop takes ``save_every``
+steps between saved samples.  Only saved samples leave the device, so memory is
+O(steps / save_every).  A batch of initial conditions (leading axis) is advanced by
+``vmap`` of the step, in one call.
+
+Every step's status is tracked: the first failing step of each batch member is
+recorded and that member's state is frozen there.  After a chunk that saw a failure,
+``simulate`` raises ``StepFailure`` with the step number, the residual, and every sample
+saved before the failing step.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mechint import _validate
+from mechint.errors import InputError, StepFailure
+from mechint.trajectory import Trajectory
+
+# Body-steps per chunk: long enough to amortise dispatch, short enough for progress.
+_CHUNK_BODY_STEPS = 1 << 22
+
+
+def _check_system(system) -> None:
+    for attr in ("validate_state", "state_fields", "invariants"):
+        if not hasattr(system, attr):
+            raise InputError(
+                "system",
+                f"{type(system).__name__} is not a mechint system (it lacks {attr!r})",
+                "use one of mechint.systems",
+            )
+
+
+def _check_integrator(integrator) -> None:
+    for attr in ("step", "check", "traits"):
+        if not hasattr(integrator, attr):
+            raise InputError(
+                "integrator",
+                f"{integrator!r} is not a mechint integrator (it lacks {attr!r})",
+                "pass an instance, e.g. mechint.integrators.Kahan()",
+            )
+
+
+def _freeze(frozen, old, new):
+    """Per batch member: keep ``old`` where ``frozen`` (shape (B,) or ()), else ``new``."""
+    return jax.tree.map(
+        lambda a, b: jnp.where(frozen.reshape(frozen.shape + (1,) * (a.ndim - frozen.ndim)), a, b),
+        old,
+        new,
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("integrator", "n_saves", "save_every", "batched"))
+def _advance(system, integrator, x, h, k0, *, n_saves, save_every, batched):
+    step = integrator.step
+    if batched:
+        step = jax.vmap(step, in_axes=(None, 0, None))
+    batch_shape = jax.tree.leaves(x)[0].shape[:1] if batched else ()
+
+    def one_step(_, carry):
+        x, k, fail_step, fail_res = carry
+        x_new, status = step(system, x, h)
+        newly = (fail_step < 0) & ~status.ok
+        fail_step = jnp.where(newly, k + 1, fail_step)
+        fail_res = jnp.where(newly, status.residual, fail_res)
+        return _freeze(fail_step >= 0, x, x_new), k + 1, fail_step, fail_res
+
+    def one_save(carry, _):
+        carry = jax.lax.fori_loop(0, save_every, one_step, carry)
+        return carry, carry[0]
+
+    init = (
+        x,
+        k0,
+        jnp.full(batch_shape, -1, dtype=k0.dtype),
+        jnp.zeros(batch_shape, dtype=jnp.result_type(float)),
+    )
+    return jax.lax.scan(one_save, init, None, length=n_saves)
+
+
+def _plan(n_saves: int, save_every: int, batch: int) -> int:
+    """Saves per chunk: a divisor of n_saves near the budget when one exists (one compile)."""
+    cap = max(1, _CHUNK_BODY_STEPS // (save_every * batch))
+    if cap >= n_saves:
+        return n_saves
+    best = max(d for d in _validate._divisors(n_saves) if d <= cap)
+    return best if 2 * best >= cap else cap
+
+
+def simulate(
+    system,
+    integrator,
+    x0,
+    h: float,
+    steps: int,
+    save_every: int = 1,
+    *,
+    t0: float = 0.0,
+    progress: bool = False,
+) -> Trajectory:
+    """Advance ``x0`` by ``steps`` steps of size ``h``, saving every ``save_every``-th state.
+
+    Parameters
+    ----------
+    system, integrator
+        A ``mechint.systems`` model and a ``mechint.integrators`` map that serves it.
+    x0
+        Initial state, or a batch of them along a leading axis.
+    h
+        Time step (finite, non-zero; negative integrates backwards).
+    steps, save_every
+        Number of steps, and the save interval (must divide ``steps``).
+    t0
+        Time of ``x0``.
+    progress
+        Show a progress bar on stderr for runs lasting more than about two seconds.
+
+    Returns
+    -------
+    Trajectory with ``steps // save_every + 1`` samples (x0 included).
+
+    Raises
+    ------
+    InputError
+        On bad input, before any step.
+    StepFailure
+        When a step fails (singular solve, Newton not converged, non-finite state): it
+        names the step and residual and carries every sample saved before it.
+    """
+    _check_system(system)
+    _check_integrator(integrator)
+    integrator.check(system)
+    x0_np, batched = system.validate_state(x0, "x0")
+    h = _validate.step_size(h)
+    steps = _validate.count("steps", steps)
+    save_every = _validate.save_every(steps, save_every)
+    t0 = float(_validate.real_array("t0", t0, ()))
+
+    n_saves = steps // save_every
+    batch = jax.tree.leaves(x0_np)[0].shape[0] if batched else 1
+    per_chunk = _plan(n_saves, save_every, batch)
+
+    x = jax.tree.map(jnp.asarray, x0_np)
+    k = jnp.asarray(0, dtype=jnp.int64)
+    samples = [jax.tree.map(lambda a: np.asarray(a)[None], x0_np)]
+    start = time.perf_counter()
+    bar = _progress_bar(steps, progress)
+    try:
+        done = 0
+        while done < n_saves:
+            n = min(per_chunk, n_saves - done)
+            (x, k, fail_step, fail_res), saved = _advance(
+                system, integrator, x, h, k, n_saves=n, save_every=save_every, batched=batched
+            )
+            saved = jax.device_get(saved)
+            fail_step = np.asarray(fail_step)
+            if np.any(fail_step >= 0):
+                _raise_failure(
+                    system, integrator, h, t0, steps, save_every, samples, saved,
+                    done, fail_step, np.asarray(fail_res), x, batched,
+                )
+            samples.append(saved)
+            done += n
+            bar.update(n * save_every)
+    finally:
+        bar.close()
+    wall = time.perf_counter() - start
+    return _trajectory(
+        system, integrator, h, t0, steps, save_every, samples, batched, wall_time=wall
+    )
+
+
+def _progress_bar(total: int, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=total, unit="step", unit_scale=True, delay=2.0, disable=not enabled,
+        file=sys.stderr, leave=False,
+    )
+
+
+def _trajectory(system, integrator, h, t0, steps, save_every, samples, batched, **stats):
+    x = jax.tree.map(lambda *parts: np.concatenate(parts, axis=0), *samples)
+    n_saved = jax.tree.leaves(x)[0].shape[0]
+    if batched:
+        x = jax.tree.map(lambda a: np.ascontiguousarray(np.moveaxis(a, 0, 1)), x)
+    t = t0 + h * (save_every * np.arange(n_saved, dtype=np.float64))
+    return Trajectory(
+        system=system, integrator=integrator, h=h, t=t, x=x,
+        steps=(n_saved - 1) * save_every, save_every=save_every, stats=stats,
+    )
+
+
+def _raise_failure(
+    system, integrator, h, t0, steps, save_every, samples, saved, done,
+    fail_step, fail_res, x, batched,
+):
+    failed = np.flatnonzero(np.atleast_1d(fail_step) >= 0)
+    member = int(failed[np.argmin(np.atleast_1d(fail_step)[failed])])
+    first = int(np.atleast_1d(fail_step)[member])
+    residual = float(np.atleast_1d(fail_res)[member])
+    # Samples of this chunk strictly before the failing step are valid.
+    valid = max(0, (first - 1) // save_every - done)
+    kept = [*samples, jax.tree.map(lambda a: a[:valid], saved)]
+    partial = _trajectory(system, integrator, h, t0, steps, save_every, kept, batched)
+    last = jax.tree.map(lambda a: np.asarray(a)[member] if batched else np.asarray(a), x)
+    raise StepFailure(
+        step=first,
+        residual=residual if math.isfinite(residual) else float("nan"),
+        reason=f"{integrator.failure} at t = {t0 + h * (first - 1):.6g}, of {steps} steps",
+        trajectory=partial,
+        last_state=last,
+        batch_index=member if batched else None,
+    )

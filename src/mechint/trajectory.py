@@ -1,0 +1,60 @@
+"""The result of a run: saved times and states, with what produced them."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Trajectory:
+    """Saved samples of a run.
+
+    ``t``: (n_saved,) times; ``x``: states (n_saved, ...) or, for a batch, (B, n_saved, ...),
+    a pytree of NumPy arrays for structured states.  ``system``, ``integrator``, ``h``,
+    ``steps`` and ``save_every`` record what produced it; ``stats`` holds the wall time.
+    """
+
+    system: Any
+    integrator: Any
+    h: float
+    t: np.ndarray
+    x: Any
+    steps: int
+    save_every: int
+    stats: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def batched(self) -> bool:
+        import jax
+
+        leaf = jax.tree.leaves(self.x)[0]
+        shape = self.system.state_shape
+        return leaf.ndim == len(shape) + 2
+
+    def invariants(self) -> dict[str, np.ndarray]:
+        """The system's invariants at every saved sample (arrays shaped like t, per member)."""
+        return {k: np.asarray(v) for k, v in self.system.invariants(self.x).items()}
+
+    def to_xarray(self):
+        from mechint.io import to_dataset
+
+        return to_dataset(self)
+
+    def to_netcdf(self, path) -> None:
+        from mechint.io import write_netcdf
+
+        write_netcdf(self, path)
+
+    def to_csv(self, path) -> None:
+        from mechint.io import write_csv
+
+        write_csv(self, path)
+
+    def save(self, path) -> None:
+        """Write NetCDF (.nc) or CSV (.csv), chosen by the extension."""
+        from mechint.io import write
+
+        write(self, path)
