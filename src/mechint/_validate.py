@@ -42,7 +42,8 @@ def positive_vector(name: str, value, length: int) -> np.ndarray:
     arr = real_array(name, value)
     if arr.shape != (length,):
         raise InputError(
-            name, f"expected {length} numbers, got {arr.size} {_fmt(arr)}",
+            name,
+            f"expected {length} numbers, got {arr.size} {_fmt(arr)}",
             f"give {length} comma-separated positive values",
         )
     if np.any(arr <= 0):

@@ -46,7 +46,9 @@ def run_demo(out: str | Path) -> dict:
     t_curve = np.linspace(0.0, 60.0, 1500)
     curves = [exact.euler_top(top, m, t_curve) for m in starts]
     fig = momentum_sphere_figure(
-        top, curves, points=list(batch.x),
+        top,
+        curves,
+        points=list(batch.x),
         title="Euler top I = (2, 1, 2/3): Kahan h = 0.1 (dots) on exact orbits (lines)",
     )
     fig.savefig(out / "momentum_sphere.png", dpi=130)
@@ -70,8 +72,12 @@ def run_demo(out: str | Path) -> dict:
         errors[label] = errs
         ref = exact.euler_top(top, np.array(M0), traj.t[-1:])[0]
         rows.append(
-            (label, *(float(np.max(errs[q])) for q in ("H", "C", "K1")),
-             float(np.max(np.abs(traj.x[-1] - ref))), wall)
+            (
+                label,
+                *(float(np.max(errs[q])) for q in ("H", "C", "K1")),
+                float(np.max(np.abs(traj.x[-1] - ref))),
+                wall,
+            )
         )
     T = H_STEP * STEPS
     fig = invariant_error_figure(

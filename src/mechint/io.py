@@ -30,9 +30,7 @@ def metadata(traj) -> dict:
     if hasattr(integ, "__dataclass_fields__"):
         import dataclasses
 
-        settings = {
-            f.name: _plain(getattr(integ, f.name)) for f in dataclasses.fields(integ)
-        }
+        settings = {f.name: _plain(getattr(integ, f.name)) for f in dataclasses.fields(integ)}
     return {
         "system": type(traj.system).__name__,
         "system_parameters": json.dumps(traj.system.parameters()),
@@ -77,14 +75,15 @@ def to_dataset(traj):
 def check_writable(path, parameter: str = "out", formats=FORMATS) -> Path:
     """Fail before any work if ``path`` has an unknown extension or cannot be written."""
     p = Path(path)
+    if p.is_dir():
+        raise InputError(parameter, f"{str(p)!r} is a directory", "give a file name")
     if p.suffix.lower() not in formats:
         raise InputError(
-            parameter, f"unknown file type {p.suffix or '(none)'!r} for {str(p)!r}",
+            parameter,
+            f"unknown file type {p.suffix or '(none)'!r} for {str(p)!r}",
             "use one of " + ", ".join(formats),
         )
     parent = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
-        raise InputError(parameter, f"{str(p)!r} is a directory", "give a file name")
     if not parent.is_dir():
         raise InputError(
             parameter, f"folder {str(parent)!r} does not exist", "create it or choose another path"
@@ -118,7 +117,7 @@ def write_csv(traj, path) -> None:
         columns.insert(0, traj.t)
     for name, _dims, arr in _leaves(traj):
         flat = arr.reshape(batch * n, -1)
-        shape = arr.shape[(2 if batched else 1):]
+        shape = arr.shape[(2 if batched else 1) :]
         for j, idx in enumerate(np.ndindex(*shape)):
             names.append(name + "".join(f"_{i + 1}" for i in idx))
             columns.append(flat[:, j])
@@ -127,8 +126,12 @@ def write_csv(traj, path) -> None:
         columns.append(np.asarray(values).reshape(-1))
     header = "\n".join(f"{k}: {v}" for k, v in metadata(traj).items())
     np.savetxt(
-        path, np.column_stack(columns), delimiter=",", fmt="%.17g",
-        header=header + "\n" + ",".join(names), comments="# ",
+        path,
+        np.column_stack(columns),
+        delimiter=",",
+        fmt="%.17g",
+        header=header + "\n" + ",".join(names),
+        comments="# ",
     )
 
 

@@ -167,8 +167,19 @@ def simulate(
             fail_step = np.asarray(fail_step)
             if np.any(fail_step >= 0):
                 _raise_failure(
-                    system, integrator, h, t0, steps, save_every, samples, saved,
-                    done, fail_step, np.asarray(fail_res), x, batched,
+                    system,
+                    integrator,
+                    h,
+                    t0,
+                    steps,
+                    save_every,
+                    samples,
+                    saved,
+                    done,
+                    fail_step,
+                    np.asarray(fail_res),
+                    x,
+                    batched,
                 )
             samples.append(saved)
             done += n
@@ -185,8 +196,13 @@ def _progress_bar(total: int, enabled: bool):
     from tqdm.auto import tqdm
 
     return tqdm(
-        total=total, unit="step", unit_scale=True, delay=2.0, disable=not enabled,
-        file=sys.stderr, leave=False,
+        total=total,
+        unit="step",
+        unit_scale=True,
+        delay=2.0,
+        disable=not enabled,
+        file=sys.stderr,
+        leave=False,
     )
 
 
@@ -197,14 +213,31 @@ def _trajectory(system, integrator, h, t0, steps, save_every, samples, batched, 
         x = jax.tree.map(lambda a: np.ascontiguousarray(np.moveaxis(a, 0, 1)), x)
     t = t0 + h * (save_every * np.arange(n_saved, dtype=np.float64))
     return Trajectory(
-        system=system, integrator=integrator, h=h, t=t, x=x,
-        steps=(n_saved - 1) * save_every, save_every=save_every, stats=stats,
+        system=system,
+        integrator=integrator,
+        h=h,
+        t=t,
+        x=x,
+        steps=(n_saved - 1) * save_every,
+        save_every=save_every,
+        stats=stats,
     )
 
 
 def _raise_failure(
-    system, integrator, h, t0, steps, save_every, samples, saved, done,
-    fail_step, fail_res, x, batched,
+    system,
+    integrator,
+    h,
+    t0,
+    steps,
+    save_every,
+    samples,
+    saved,
+    done,
+    fail_step,
+    fail_res,
+    x,
+    batched,
 ):
     failed = np.flatnonzero(np.atleast_1d(fail_step) >= 0)
     member = int(failed[np.argmin(np.atleast_1d(fail_step)[failed])])

@@ -50,8 +50,9 @@ def test_declared_symmetry(integrator, reference):
 @pytest.mark.parametrize("integrator", ALL, ids=IDS)
 def test_preserved_quantities_over_1e5_steps(integrator, reference):
     top, m0 = reference
-    traj = mi.simulate(top, integrator, m0, 0.1 if integrator.name != "explicit-euler" else 0.001,
-                       100_000, 100)
+    traj = mi.simulate(
+        top, integrator, m0, 0.1 if integrator.name != "explicit-euler" else 0.001, 100_000, 100
+    )
     kept = mi.diagnostics.preserved_errors(traj)
     for name, err in kept.items():
         assert np.max(err) < 1e-12, (name, np.max(err))

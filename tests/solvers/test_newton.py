@@ -29,7 +29,7 @@ def test_newton_on_a_pytree_under_vmap():
 
 
 def test_newton_reports_failure_instead_of_a_wrong_answer():
-    z, status = mi.solvers.Newton(max_iter=2).solve(lambda z: z**3 - 8.0, jnp.array(50.0))
+    _z, status = mi.solvers.Newton(max_iter=2).solve(lambda z: z**3 - 8.0, jnp.array(50.0))
     assert not bool(status.converged)
     assert float(status.residual) > 1.0
     # no real root: x² + 1 = 0

@@ -19,7 +19,8 @@ def numbers(option: str, text: str) -> np.ndarray:
         rows = [[float(v) for v in row.split(",")] for row in text.split(";")]
     except ValueError:
         raise InputError(
-            option, f"cannot read {text!r} as comma-separated numbers",
+            option,
+            f"cannot read {text!r} as comma-separated numbers",
             "write e.g. 2,1,0.5 (rows separated by ';')",
         ) from None
     if len({len(r) for r in rows}) != 1:
@@ -53,7 +54,11 @@ def whole(option: str, text: str, minimum: int = 1) -> int:
     from mechint._validate import count
 
     try:
-        value = int(text.replace("_", "")) if text.replace("_", "").lstrip("-").isdigit() else float(text)
+        value = (
+            int(text.replace("_", ""))
+            if text.replace("_", "").lstrip("-").isdigit()
+            else float(text)
+        )
     except ValueError:
         raise InputError(option, f"expected a whole number, got {text!r}") from None
     return count(option, value, minimum)

@@ -23,7 +23,8 @@ def add_parser(sub) -> None:
     p.add_argument("--system", required=True, help="one of: " + ", ".join(systems.SYSTEMS))
     p.add_argument("--inertia", help="principal moments I1,I2,I3 (euler-top)")
     p.add_argument(
-        "--x0", required=True,
+        "--x0",
+        required=True,
         help="initial state: comma-separated numbers, rows separated by ';' for a batch, "
         "or a .npy/.json file",
     )
@@ -45,7 +46,9 @@ def _system(args):
     cls = systems.get(args.system)
     if cls is systems.EulerTop:
         if args.inertia is None:
-            raise InputError("--inertia", "required for euler-top", "give I1,I2,I3, e.g. 2,1,0.6667")
+            raise InputError(
+                "--inertia", "required for euler-top", "give I1,I2,I3, e.g. 2,1,0.6667"
+            )
         return cls(parsing.numbers("--inertia", args.inertia))
     raise InputError("--system", f"{args.system!r} cannot be built from the command line yet")
 
@@ -63,8 +66,9 @@ def prepare(args: argparse.Namespace):
     x0, _ = _relabel("--x0", system.validate_state, parsing.numbers("--x0", args.x0), "--x0")
     h = parsing.positive_float("--h", args.h)
     steps = parsing.whole("--steps", args.steps)
-    save_every = _relabel("--save-every", _validate.save_every, steps,
-                          parsing.whole("--save-every", args.save_every))
+    save_every = _relabel(
+        "--save-every", _validate.save_every, steps, parsing.whole("--save-every", args.save_every)
+    )
     integrator.check(system)
     out = io.check_writable(args.out, "--out")
     plot = io.check_writable(args.plot, "--plot", FIGURE_FORMATS) if args.plot else None
@@ -109,7 +113,6 @@ def _summary(traj, out: Path, plot: Path | None) -> None:
     wall = traj.stats.get("wall_time", float("nan"))
     print(
         f"wrote {out}: {len(traj.t)} samples, t in [{traj.t[0]:g}, {traj.t[-1]:g}], "
-        f"{traj.steps} steps in {wall:.2f} s; {drift}"
-        + (f"; figure {plot}" if plot else ""),
+        f"{traj.steps} steps in {wall:.2f} s; {drift}" + (f"; figure {plot}" if plot else ""),
         file=sys.stdout,
     )

@@ -78,7 +78,7 @@ def _classify(I, m):
 def _single(I, m0, t) -> np.ndarray:
     kind, data = _classify(I, m0)
     if kind in ("spherical", "stationary"):
-        return np.broadcast_to(m0, t.shape + (3,)).copy()
+        return np.broadcast_to(m0, (*t.shape, 3)).copy()
     if kind == "symmetric":
         return _precession(I, m0, t, data)
     perm = data
@@ -92,14 +92,14 @@ def _single(I, m0, t) -> np.ndarray:
 
 
 def _parity(perm) -> int:
-    return int(round(np.linalg.det(np.eye(3)[perm])))
+    return round(np.linalg.det(np.eye(3)[perm]))
 
 
 def _precession(I, m0, t, i) -> np.ndarray:
     j, k = (i + 1) % 3, (i + 2) % 3
     a_j = (I[k] - I[i]) / (I[k] * I[i])
     z = (m0[j] + 1j * m0[k]) * np.exp(-1j * a_j * m0[i] * t)
-    out = np.empty(t.shape + (3,))
+    out = np.empty((*t.shape, 3))
     out[..., i] = m0[i]
     out[..., j] = z.real
     out[..., k] = z.imag
@@ -112,15 +112,17 @@ def _circulating(I, m, t, separatrix: bool) -> np.ndarray:
     m1, m2, m3 = m
     g = m1**2 * (I1 - I3) / I1 + m2**2 * (I2 - I3) / I2
     f = m2**2 * (I1 - I2) / I2 + m3**2 * (I1 - I3) / I3
+    if g == 0.0:  # permanent rotation about axis 3
+        return np.broadcast_to(m, (*t.shape, 3)).copy()
     m1max = np.sqrt(I1 * g / (I1 - I3))
     m2max = np.sqrt(I2 * g / (I2 - I3))
     m3max = np.sqrt(I3 * f / (I1 - I3))
     a2 = (I3 - I1) / (I3 * I1)
     rate = np.sqrt(f * (I2 - I3) / (I1 * I2 * I3))
-    out = np.empty(t.shape + (3,))
+    out = np.empty((*t.shape, 3))
     if separatrix:
         if m1 == 0.0 and m3 == 0.0:  # the unstable equilibrium on the middle axis
-            return np.broadcast_to(m, t.shape + (3,)).copy()
+            return np.broadcast_to(m, (*t.shape, 3)).copy()
         s1, s3 = np.sign(m1), np.sign(m3)
         lam = np.sign(a2) * s1 * s3 * rate
         u = lam * t + np.arcsinh(m2 * m1max / (m2max * abs(m1)))

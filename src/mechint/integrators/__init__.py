@@ -6,9 +6,7 @@ from mechint.integrators.explicit_rk import RK4, ExplicitEuler
 from mechint.integrators.implicit_midpoint import ImplicitMidpoint
 from mechint.integrators.kahan import Kahan
 
-INTEGRATORS = {
-    cls.name: cls for cls in (Kahan, ImplicitMidpoint, RK4, ExplicitEuler)
-}
+INTEGRATORS = {cls.name: cls for cls in (Kahan, ImplicitMidpoint, RK4, ExplicitEuler)}
 
 
 def get(name: str):

@@ -20,11 +20,13 @@ from mechint.solvers import Newton
 
 @dataclasses.dataclass(frozen=True)
 class ImplicitMidpoint:
-    solver: Newton = Newton()
+    solver: Newton = dataclasses.field(default_factory=Newton)
 
     name: ClassVar[str] = "midpoint"
     traits: ClassVar[Traits] = Traits(order=2, symmetric=True, explicit=False, symplectic=True)
-    failure: ClassVar[str] = "Newton did not converge (residual = max-norm of the midpoint equation)"
+    failure: ClassVar[str] = (
+        "Newton did not converge (residual = max-norm of the midpoint equation)"
+    )
 
     def check(self, system) -> None:
         require_vector_field(self, system)

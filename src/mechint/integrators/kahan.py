@@ -30,9 +30,7 @@ from mechint.systems.euler_top import EulerTop
 _SINGULAR_ULPS = 64.0
 
 
-def euler_top_step(
-    a: Float[Array, "3"], m: Float[Array, "3"], h
-) -> tuple[Float[Array, "3"], StepStatus]:
+def euler_top_step(a: Float[Array, 3], m: Float[Array, 3], h) -> tuple[Float[Array, 3], StepStatus]:
     """Closed-form Kahan step for the Euler top with coefficients a = (a1, a2, a3)."""
     eps = 0.5 * h
     p, q, r = eps * a[0], eps * a[1], eps * a[2]
@@ -67,7 +65,7 @@ class Kahan:
     def check(self, system) -> None:
         require(self, system, (EulerTop,))
 
-    def step(self, system: EulerTop, x, h) -> tuple[Float[Array, "3"], StepStatus]:
+    def step(self, system: EulerTop, x, h) -> tuple[Float[Array, 3], StepStatus]:
         return euler_top_step(system.coefficients, x, h)
 
     def preserved(self, system: EulerTop, x, h) -> dict:

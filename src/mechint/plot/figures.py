@@ -48,8 +48,12 @@ def momentum_sphere_figure(system, curves, points=None, title: str = "") -> Figu
     radius = float(np.linalg.norm(curves[0][0]))
     u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 48), np.linspace(0, np.pi, 24))
     ax.plot_surface(
-        radius * np.cos(u) * np.sin(v), radius * np.sin(u) * np.sin(v), radius * np.cos(v),
-        color="0.92", alpha=0.35, linewidth=0,
+        radius * np.cos(u) * np.sin(v),
+        radius * np.sin(u) * np.sin(v),
+        radius * np.cos(v),
+        color="0.92",
+        alpha=0.35,
+        linewidth=0,
     )
     for c in curves:
         ax.plot(c[:, 0], c[:, 1], c[:, 2], color="0.35", lw=0.8)

@@ -28,7 +28,7 @@ class EulerTop:
     Any positive inertia is accepted, including two or three equal moments.
     """
 
-    inertia: Float[Array, "3"]
+    inertia: Float[Array, 3]
 
     name: ClassVar[str] = "euler-top"
     state_fields: ClassVar[tuple] = (("m", ("axis",)),)
@@ -43,7 +43,7 @@ class EulerTop:
 
     # -- structure ---------------------------------------------------------------------
     @property
-    def coefficients(self) -> Float[Array, "3"]:
+    def coefficients(self) -> Float[Array, 3]:
         """(a1, a2, a3) with a1 = (I2−I3)/(I2 I3) and cyclically."""
         I1, I2, I3 = self.inertia[0], self.inertia[1], self.inertia[2]
         return jnp.stack([(I2 - I3) / (I2 * I3), (I3 - I1) / (I3 * I1), (I1 - I2) / (I1 * I2)])
@@ -53,20 +53,20 @@ class EulerTop:
         m1, m2, m3 = m[..., 0], m[..., 1], m[..., 2]
         return jnp.stack([a[0] * m2 * m3, a[1] * m3 * m1, a[2] * m1 * m2], axis=-1)
 
-    def hamiltonian(self, m: Float[Array, "... 3"]) -> Float[Array, "..."]:
+    def hamiltonian(self, m: Float[Array, "... 3"]) -> Float[Array, ...]:
         return 0.5 * jnp.sum(m * m / self.inertia, axis=-1)
 
-    def casimirs(self, m: Float[Array, "... 3"]) -> dict[str, Float[Array, "..."]]:
+    def casimirs(self, m: Float[Array, "... 3"]) -> dict[str, Float[Array, ...]]:
         return {"C": 0.5 * jnp.sum(m * m, axis=-1)}
 
-    def invariants(self, m: Float[Array, "... 3"]) -> dict[str, Float[Array, "..."]]:
+    def invariants(self, m: Float[Array, "... 3"]) -> dict[str, Float[Array, ...]]:
         return {"H": self.hamiltonian(m), **self.casimirs(m)}
 
     def poisson_tensor(self, m: Float[Array, "... 3"]) -> Float[Array, "... 3 3"]:
         return hat(m)
 
     # -- Kahan's modified integrals (MATH.md §2) ----------------------------------------
-    def kahan_integrals(self, m: Float[Array, "... 3"], h) -> dict[str, Float[Array, "..."]]:
+    def kahan_integrals(self, m: Float[Array, "... 3"], h) -> dict[str, Float[Array, ...]]:
         r"""The quantities Kahan's map with step h keeps exactly.
 
         With ε = h/2, (i, j, k) cyclic and d_k = 1 − ε² a_i a_j m_k²:

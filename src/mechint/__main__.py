@@ -1,0 +1,3 @@
+from mechint.cli.main import main
+
+main()

@@ -1,0 +1,172 @@
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import mechint as mi
+from mechint.cli.main import main
+from mechint.io import read_csv
+
+BASE = [
+    "run",
+    "--system",
+    "euler-top",
+    "--inertia",
+    "2,1,0.6667",
+    "--x0",
+    "0.45,0,0.89",
+    "--integrator",
+    "kahan",
+    "--h",
+    "0.01",
+    "--steps",
+    "1000",
+    "--save-every",
+    "100",
+]
+
+
+def _run(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    out = capsys.readouterr()
+    return info.value.code, out.out, out.err
+
+
+def test_run_writes_netcdf_matching_the_library(tmp_path, capsys):
+    out = tmp_path / "run.nc"
+    code, stdout, _ = _run([*BASE, "--out", str(out), "--plot", str(tmp_path / "run.png")], capsys)
+    assert code == 0
+    assert "wrote" in stdout and "11 samples" in stdout
+    top = mi.systems.EulerTop((2, 1, 0.6667))
+    ref = mi.simulate(top, mi.integrators.Kahan(), [0.45, 0, 0.89], 0.01, 1000, 100)
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert np.array_equal(ds["m"].values, ref.x)
+        assert ds.attrs["integrator"] == "Kahan"
+    assert (tmp_path / "run.png").stat().st_size > 10_000
+
+
+def test_run_writes_csv_by_extension_and_batches(tmp_path, capsys):
+    out = tmp_path / "run.csv"
+    argv = [*BASE, "--out", str(out), "--quiet"]
+    argv[argv.index("0.45,0,0.89")] = "0.45,0,0.89;0.89,0.1,0.45"
+    code, stdout, _ = _run(argv, capsys)
+    assert code == 0 and stdout == ""
+    cols = read_csv(out)
+    assert cols["t"].shape == (22,) and set(cols["sample"]) == {0.0, 1.0}
+
+
+def test_x0_from_npy_file(tmp_path, capsys):
+    np.save(tmp_path / "x0.npy", np.array([0.45, 0.0, 0.89]))
+    argv = [*BASE, "--out", str(tmp_path / "a.nc"), "--quiet"]
+    argv[argv.index("0.45,0,0.89")] = str(tmp_path / "x0.npy")
+    assert _run(argv, capsys)[0] == 0
+
+
+def _replace(option, value):
+    argv = list(BASE)
+    if value is None:
+        i = argv.index(option)
+        del argv[i : i + 2]
+    else:
+        argv[argv.index(option) + 1] = value
+    return argv
+
+
+BAD = [
+    (_replace("--inertia", "2,1"), "--inertia"),
+    (_replace("--inertia", "2,-1,0.5"), "--inertia"),
+    (_replace("--inertia", "2,0,0.5"), "--inertia"),
+    (_replace("--inertia", "2,nan,0.5"), "--inertia"),
+    (_replace("--inertia", "2,x,0.5"), "--inertia"),
+    (_replace("--inertia", None), "--inertia"),
+    (_replace("--x0", "1,2"), "--x0"),
+    (_replace("--x0", "1,inf,2"), "--x0"),
+    (_replace("--x0", "missing.npy"), "--x0"),
+    (_replace("--h", "0"), "--h"),
+    (_replace("--h", "-0.1"), "--h"),
+    (_replace("--h", "inf"), "--h"),
+    (_replace("--h", "abc"), "--h"),
+    (_replace("--steps", "0"), "--steps"),
+    (_replace("--steps", "1.5"), "--steps"),
+    (_replace("--save-every", "7"), "--save-every"),
+    (_replace("--save-every", "0"), "--save-every"),
+    (_replace("--system", "spinning-top"), "euler-top"),
+    (_replace("--integrator", "leapfrog"), "kahan, midpoint, rk4, explicit-euler"),
+]
+
+
+@pytest.mark.parametrize("argv, needle", BAD, ids=[n for _, n in BAD])
+def test_bad_input_exits_2_with_one_line_naming_the_parameter(tmp_path, capsys, argv, needle):
+    out = tmp_path / "never.nc"
+    code, _stdout, stderr = _run([*argv, "--out", str(out)], capsys)
+    assert code == 2
+    assert stderr.count("\n") == 1 and needle in stderr, stderr
+    assert "Traceback" not in stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "out, needle",
+    [
+        ("no/such/folder/run.nc", "does not exist"),
+        ("run.txt", "unknown file type"),
+        (".", "directory"),
+    ],
+)
+def test_unwritable_output_is_rejected(tmp_path, capsys, monkeypatch, out, needle):
+    monkeypatch.chdir(tmp_path)
+    code, _, stderr = _run([*BASE, "--out", out], capsys)
+    assert code == 2 and "--out" in stderr and needle in stderr
+
+
+def test_bad_plot_path(tmp_path, capsys):
+    code, _, stderr = _run([*BASE, "--out", str(tmp_path / "a.nc"), "--plot", "a.jpgx"], capsys)
+    assert code == 2 and "--plot" in stderr
+
+
+def test_failed_run_keeps_samples_and_exits_1(tmp_path, capsys):
+    out = tmp_path / "fail.nc"
+    argv = [
+        "run",
+        "--system",
+        "euler-top",
+        "--inertia",
+        "2,1,0.6667",
+        "--x0",
+        "0.45,0,0.89",
+        "--integrator",
+        "explicit-euler",
+        "--h",
+        "0.05",
+        "--steps",
+        "20000",
+        "--save-every",
+        "10",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
+    code, _, stderr = _run(argv, capsys)
+    assert code == 1
+    assert "step 4576 failed" in stderr and "written to" in stderr
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert ds.sizes["time"] == 458 and np.all(np.isfinite(ds["m"].values))
+
+
+def test_entry_point_and_argparse_errors_are_one_line():
+    proc = subprocess.run(
+        [sys.executable, "-m", "mechint", "run", "--system", "euler-top"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "required" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    ok = subprocess.run(
+        [sys.executable, "-m", "mechint", "--version"], capture_output=True, text=True, timeout=120
+    )
+    assert ok.returncode == 0 and mi.__version__ in ok.stdout

@@ -1,0 +1,160 @@
+import dataclasses
+from typing import ClassVar
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mechint as mi
+from mechint.integrators.base import StepStatus, Traits
+
+
+def test_saved_grid_and_final_state(top, m0):
+    traj = mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 1000, 100)
+    assert traj.t.shape == (11,) and traj.x.shape == (11, 3)
+    assert np.allclose(traj.t, np.arange(11) * 1.0, rtol=0, atol=1e-15)
+    assert np.array_equal(traj.x[0], m0)
+    every = mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 1000, 1)
+    assert np.array_equal(every.x[::100], traj.x)  # bit-identical, whatever the save grid
+
+
+def test_batch_runs_vectorized_and_matches_single_runs(top):
+    x0 = np.array([[0.45, 0.0, 0.89], [0.89, 0.1, 0.45], [0.1, -0.9, 0.3]])
+    batch = mi.simulate(top, mi.integrators.RK4(), x0, 0.05, 200, 20)
+    assert batch.x.shape == (3, 11, 3) and batch.batched
+    for i in range(3):
+        single = mi.simulate(top, mi.integrators.RK4(), x0[i], 0.05, 200, 20)
+        assert np.max(np.abs(single.x - batch.x[i])) < 1e-15
+
+
+def test_chunked_run_equals_one_chunk(top, m0, monkeypatch):
+    whole = mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 6000, 10)
+    import sys
+
+    monkeypatch.setattr(sys.modules["mechint.simulate"], "_CHUNK_BODY_STEPS", 700)
+    chunked = mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 6000, 10)
+    assert np.array_equal(whole.x, chunked.x)
+
+
+def test_compiled_once_per_system_type_and_integrator(top, m0):
+    from mechint.simulate import _advance
+
+    mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 500, 50)
+    before = _advance._cache_size()
+    other = mi.systems.EulerTop((5.0, 3.0, 1.0))
+    mi.simulate(other, mi.integrators.Kahan(), m0 * 2, 0.02, 500, 50)
+    assert _advance._cache_size() == before
+
+
+@dataclasses.dataclass(frozen=True)
+class FailsAtTime:
+    """Explicit Euler that reports failure once t passes ``t_fail`` (a user integrator)."""
+
+    t_fail: float = 0.37
+    name: ClassVar[str] = "test-fail"
+    traits: ClassVar[Traits] = Traits(order=1, symmetric=False, explicit=True)
+    failure: ClassVar[str] = "test failure"
+
+    def check(self, system):
+        pass
+
+    def step(self, system, x, h):
+        # the state carries time in its last component
+        nxt = x + h * jnp.concatenate([system.vector_field(x[:3]), jnp.ones(1)])
+        return nxt, StepStatus(nxt[3] <= self.t_fail + 1e-12, jnp.asarray(123.0))
+
+    def preserved(self, system, x, h):
+        return {}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TimedTop:
+    top: mi.systems.EulerTop
+    state_fields: ClassVar[tuple] = (("m", ("axis",)),)
+    state_shape: ClassVar[tuple] = (4,)
+
+    def vector_field(self, x):
+        return self.top.vector_field(x)
+
+    def invariants(self, x):
+        return {}
+
+    def parameters(self):
+        return {}
+
+    def validate_state(self, x, name="x0"):
+        from mechint.systems.base import validate_vector_state
+
+        return validate_vector_state(name, x, 4)
+
+
+def test_failure_mid_run_names_step_and_keeps_samples(top):
+    import jax
+
+    jax.tree_util.register_pytree_node(
+        TimedTop, lambda s: ((s.top,), None), lambda _, c: TimedTop(c[0])
+    )
+    x0 = np.array([0.45, 0.0, 0.89, 0.0])
+    with pytest.raises(mi.StepFailure) as info:
+        mi.simulate(TimedTop(top), FailsAtTime(), x0, 0.01, 100, 5)
+    f = info.value
+    assert f.step == 38  # t = 0.38 > 0.37 first after step 38
+    assert f.residual == 123.0
+    assert "step 38" in str(f) and "test failure" in str(f)
+    assert np.allclose(f.trajectory.t, np.arange(8) * 0.05)  # samples at steps 0, 5, ..., 35
+    assert abs(f.last_state[3] - 0.37) < 1e-12  # state after 37 steps
+    good = mi.simulate(TimedTop(top), FailsAtTime(t_fail=10.0), x0, 0.01, 35, 5)
+    assert np.array_equal(good.x, f.trajectory.x)
+
+
+def test_batch_failure_reports_member(top):
+    integ = mi.integrators.ExplicitEuler()
+    x0 = np.array([[0.45, 0.0, 0.89], [1e200, 1e200, 1e200]])
+    with pytest.raises(mi.StepFailure, match="batch member 1") as info:
+        mi.simulate(top, integ, x0, 0.1, 10, 1)
+    assert info.value.step == 1 and info.value.batch_index == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs, parameter",
+    [
+        ({"h": 0.0}, "h"),
+        ({"h": float("nan")}, "h"),
+        ({"h": "fast"}, "h"),
+        ({"steps": 0}, "steps"),
+        ({"steps": 2.5}, "steps"),
+        ({"save_every": 3}, "save_every"),
+        ({"save_every": 0}, "save_every"),
+        ({"save_every": 200}, "save_every"),
+        ({"x0": [1.0, 2.0]}, "x0"),
+        ({"x0": [1.0, float("inf"), 2.0]}, "x0"),
+        ({"x0": np.zeros((2, 2, 3))}, "x0"),
+    ],
+)
+def test_bad_input_raises_before_work(top, m0, kwargs, parameter):
+    args = {"x0": m0, "h": 0.1, "steps": 100, "save_every": 10, **kwargs}
+    with pytest.raises(mi.InputError) as info:
+        mi.simulate(top, mi.integrators.Kahan(), args.pop("x0"), **args)
+    assert info.value.parameter == parameter
+
+
+def test_save_every_error_suggests_a_divisor(top, m0):
+    with pytest.raises(mi.InputError, match="such as 25"):
+        mi.simulate(top, mi.integrators.Kahan(), m0, 0.1, 100, 24)
+
+
+def test_integrator_that_cannot_serve_system_says_so_before_any_step(m0):
+    class NotATop:
+        state_fields = (("m", ("axis",)),)
+        state_shape = (3,)
+
+        def validate_state(self, x, name="x0"):
+            return np.asarray(x, dtype=float), False
+
+        def invariants(self, x):
+            return {}
+
+    with pytest.raises(mi.UnsupportedError, match="serves: EulerTop"):
+        mi.simulate(NotATop(), mi.integrators.Kahan(), m0, 0.1, 10)
+    with pytest.raises(mi.InputError, match="not a mechint integrator"):
+        mi.simulate(mi.systems.EulerTop((1, 2, 3)), "kahan", m0, 0.1, 10)
