@@ -1,6 +1,7 @@
 import dataclasses
 from typing import ClassVar
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -88,12 +89,12 @@ class TimedTop:
         return validate_vector_state(name, x, 4)
 
 
-def test_failure_mid_run_names_step_and_keeps_samples(top):
-    import jax
+jax.tree_util.register_pytree_node(
+    TimedTop, lambda s: ((s.top,), None), lambda _, c: TimedTop(c[0])
+)
 
-    jax.tree_util.register_pytree_node(
-        TimedTop, lambda s: ((s.top,), None), lambda _, c: TimedTop(c[0])
-    )
+
+def test_failure_mid_run_names_step_and_keeps_samples(top):
     x0 = np.array([0.45, 0.0, 0.89, 0.0])
     with pytest.raises(mi.StepFailure) as info:
         mi.simulate(TimedTop(top), FailsAtTime(), x0, 0.01, 100, 5)
