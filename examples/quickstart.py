@@ -1,6 +1,6 @@
 """Quick start: Kahan's map on the free rigid body, checked against the exact solution.
 
-    python examples/quickstart.py [--quick]
+python examples/quickstart.py [--quick]
 """
 
 from __future__ import annotations

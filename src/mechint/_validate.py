@@ -96,3 +96,13 @@ def save_every(steps: int, value) -> int:
 def _divisors(n: int) -> list[int]:
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return small + [n // d for d in small]
+
+
+def lookup(parameter: str, table: dict, name: str):
+    """``table[name]``, or an ``InputError`` listing the valid names."""
+    try:
+        return table[name]
+    except (KeyError, TypeError):
+        raise InputError(
+            parameter, f"unknown {parameter} {name!r}", "choose one of: " + ", ".join(table)
+        ) from None

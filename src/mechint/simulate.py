@@ -15,6 +15,7 @@ saved before the failing step.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import sys
@@ -30,6 +31,19 @@ from mechint.trajectory import Trajectory
 
 # Body-steps per chunk: long enough to amortise dispatch, short enough for progress.
 _CHUNK_BODY_STEPS = 1 << 22
+
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """What a run was asked to do (recorded in every Trajectory it returns)."""
+
+    system: object
+    integrator: object
+    h: float
+    t0: float
+    steps: int
+    save_every: int
+    batched: bool
 
 
 def _check_system(system) -> None:
@@ -147,6 +161,7 @@ def simulate(
     save_every = _validate.save_every(steps, save_every)
     t0 = float(_validate.real_array("t0", t0, ()))
 
+    run = _Run(system, integrator, h, t0, steps, save_every, batched)
     n_saves = steps // save_every
     batch = jax.tree.leaves(x0_np)[0].shape[0] if batched else 1
     per_chunk = _plan(n_saves, save_every, batch)
@@ -166,30 +181,14 @@ def simulate(
             saved = jax.device_get(saved)
             fail_step = np.asarray(fail_step)
             if np.any(fail_step >= 0):
-                _raise_failure(
-                    system,
-                    integrator,
-                    h,
-                    t0,
-                    steps,
-                    save_every,
-                    samples,
-                    saved,
-                    done,
-                    fail_step,
-                    np.asarray(fail_res),
-                    x,
-                    batched,
-                )
+                _raise_failure(run, samples, saved, done, fail_step, np.asarray(fail_res), x)
             samples.append(saved)
             done += n
             bar.update(n * save_every)
     finally:
         bar.close()
     wall = time.perf_counter() - start
-    return _trajectory(
-        system, integrator, h, t0, steps, save_every, samples, batched, wall_time=wall
-    )
+    return _trajectory(run, samples, wall_time=wall)
 
 
 def _progress_bar(total: int, enabled: bool):
@@ -206,53 +205,42 @@ def _progress_bar(total: int, enabled: bool):
     )
 
 
-def _trajectory(system, integrator, h, t0, steps, save_every, samples, batched, **stats):
+def _trajectory(run: _Run, samples, **stats) -> Trajectory:
     x = jax.tree.map(lambda *parts: np.concatenate(parts, axis=0), *samples)
     n_saved = jax.tree.leaves(x)[0].shape[0]
-    if batched:
+    if run.batched:
         x = jax.tree.map(lambda a: np.ascontiguousarray(np.moveaxis(a, 0, 1)), x)
-    t = t0 + h * (save_every * np.arange(n_saved, dtype=np.float64))
+    t = run.t0 + run.h * (run.save_every * np.arange(n_saved, dtype=np.float64))
     return Trajectory(
-        system=system,
-        integrator=integrator,
-        h=h,
+        system=run.system,
+        integrator=run.integrator,
+        h=run.h,
         t=t,
         x=x,
-        steps=(n_saved - 1) * save_every,
-        save_every=save_every,
+        steps=(n_saved - 1) * run.save_every,
+        save_every=run.save_every,
         stats=stats,
     )
 
 
-def _raise_failure(
-    system,
-    integrator,
-    h,
-    t0,
-    steps,
-    save_every,
-    samples,
-    saved,
-    done,
-    fail_step,
-    fail_res,
-    x,
-    batched,
-):
+def _raise_failure(run: _Run, samples, saved, done, fail_step, fail_res, x):
     failed = np.flatnonzero(np.atleast_1d(fail_step) >= 0)
     member = int(failed[np.argmin(np.atleast_1d(fail_step)[failed])])
     first = int(np.atleast_1d(fail_step)[member])
     residual = float(np.atleast_1d(fail_res)[member])
     # Samples of this chunk strictly before the failing step are valid.
-    valid = max(0, (first - 1) // save_every - done)
+    valid = max(0, (first - 1) // run.save_every - done)
     kept = [*samples, jax.tree.map(lambda a: a[:valid], saved)]
-    partial = _trajectory(system, integrator, h, t0, steps, save_every, kept, batched)
-    last = jax.tree.map(lambda a: np.asarray(a)[member] if batched else np.asarray(a), x)
+    partial = _trajectory(run, kept)
+    last = jax.tree.map(lambda a: np.asarray(a)[member] if run.batched else np.asarray(a), x)
     raise StepFailure(
         step=first,
         residual=residual if math.isfinite(residual) else float("nan"),
-        reason=f"{integrator.failure} at t = {t0 + h * (first - 1):.6g}, of {steps} steps",
+        reason=(
+            f"{run.integrator.failure} at t = {run.t0 + run.h * (first - 1):.6g}, "
+            f"of {run.steps} steps"
+        ),
         trajectory=partial,
         last_state=last,
-        batch_index=member if batched else None,
+        batch_index=member if run.batched else None,
     )

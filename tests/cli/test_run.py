@@ -129,26 +129,14 @@ def test_bad_plot_path(tmp_path, capsys):
 
 def test_failed_run_keeps_samples_and_exits_1(tmp_path, capsys):
     out = tmp_path / "fail.nc"
-    argv = [
-        "run",
-        "--system",
-        "euler-top",
-        "--inertia",
-        "2,1,0.6667",
-        "--x0",
-        "0.45,0,0.89",
-        "--integrator",
-        "explicit-euler",
-        "--h",
-        "0.05",
-        "--steps",
-        "20000",
-        "--save-every",
-        "10",
-        "--out",
-        str(out),
-        "--quiet",
-    ]
+    argv = [*BASE, "--out", str(out), "--quiet"]
+    for option, value in [
+        ("--integrator", "explicit-euler"),
+        ("--h", "0.05"),
+        ("--steps", "20000"),
+        ("--save-every", "10"),
+    ]:
+        argv[argv.index(option) + 1] = value
     code, _, stderr = _run(argv, capsys)
     assert code == 1
     assert "step 4576 failed" in stderr and "written to" in stderr

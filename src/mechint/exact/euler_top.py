@@ -120,19 +120,21 @@ def _circulating(I, m, t, separatrix: bool) -> np.ndarray:
     a2 = (I3 - I1) / (I3 * I1)
     rate = np.sqrt(f * (I2 - I3) / (I1 * I2 * I3))
     out = np.empty((*t.shape, 3))
-    if separatrix:
+    k2 = g * (I1 - I2) / ((I2 - I3) * f)
+    # k² rounding to 1 means the orbit is the separatrix to working precision
+    if separatrix or k2 >= 1.0:
         if m1 == 0.0 and m3 == 0.0:  # the unstable equilibrium on the middle axis
             return np.broadcast_to(m, (*t.shape, 3)).copy()
         s1, s3 = np.sign(m1), np.sign(m3)
         lam = np.sign(a2) * s1 * s3 * rate
-        u = lam * t + np.arcsinh(m2 * m1max / (m2max * abs(m1)))
+        with np.errstate(divide="ignore"):  # m1 = 0: at the saddle, u0 = ±inf
+            u = lam * t + np.arcsinh(m2 * m1max / (m2max * abs(m1)))
         sech = 1.0 / np.cosh(u)
         out[..., 0] = s1 * m1max * sech
         out[..., 1] = m2max * np.tanh(u)
         out[..., 2] = s3 * m3max * sech
         return out
     s3 = np.sign(m3)
-    k2 = min(1.0, g * (I1 - I2) / ((I2 - I3) * f))
     lam = np.sign(a2) * s3 * rate
     phi0 = np.arctan2(m2 / m2max, m1 / m1max)
     u = lam * t + special.ellipkinc(phi0, k2)

@@ -1,6 +1,6 @@
 """Mechanical systems as immutable JAX pytrees (see ``mechint.systems.base``)."""
 
-from mechint.errors import InputError
+from mechint._validate import lookup
 from mechint.systems.euler_top import EulerTop
 
 SYSTEMS = {"euler-top": EulerTop}
@@ -8,12 +8,7 @@ SYSTEMS = {"euler-top": EulerTop}
 
 def get(name: str):
     """The system class registered under the CLI name ``name``."""
-    try:
-        return SYSTEMS[name]
-    except KeyError:
-        raise InputError(
-            "system", f"unknown system {name!r}", "choose one of: " + ", ".join(SYSTEMS)
-        ) from None
+    return lookup("system", SYSTEMS, name)
 
 
 __all__ = ["SYSTEMS", "EulerTop", "get"]
