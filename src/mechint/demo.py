@@ -46,7 +46,6 @@ def run_demo(out: str | Path) -> dict:
     t_curve = np.linspace(0.0, 60.0, 1500)
     curves = [exact.euler_top(top, m, t_curve) for m in starts]
     fig = momentum_sphere_figure(
-        top,
         curves,
         points=list(batch.x),
         title="Euler top I = (2, 1, 2/3): Kahan h = 0.1 (dots) on exact orbits (lines)",

@@ -37,7 +37,7 @@ def trajectory_figure(traj, member: int = 0) -> Figure:
     return fig
 
 
-def momentum_sphere_figure(system, curves, points=None, title: str = "") -> Figure:
+def momentum_sphere_figure(curves, points=None, title: str = "") -> Figure:
     """Curves on the momentum sphere |m| = const (intersections with energy ellipsoids),
     with optional integrator points drawn over them.
 
