@@ -37,14 +37,20 @@ def real_array(name: str, value, shape: Sequence[int] | None = None) -> np.ndarr
     return arr
 
 
-def positive_vector(name: str, value, length: int) -> np.ndarray:
-    """A vector of ``length`` finite, strictly positive numbers."""
+def positive_vector(name: str, value, length: int | None, *, min_length: int = 1) -> np.ndarray:
+    """A vector of ``length`` (any length >= ``min_length`` if None) finite, positive numbers."""
     arr = real_array(name, value)
-    if arr.shape != (length,):
+    if length is not None and arr.shape != (length,):
         raise InputError(
             name,
             f"expected {length} numbers, got {arr.size} {_fmt(arr)}",
             f"give {length} comma-separated positive values",
+        )
+    if length is None and (arr.ndim != 1 or arr.size < min_length):
+        raise InputError(
+            name,
+            f"expected a vector of at least {min_length} numbers, got shape {arr.shape}",
+            f"give {min_length} or more comma-separated positive values",
         )
     if np.any(arr <= 0):
         raise InputError(name, f"every entry must be > 0, got {_fmt(arr)}")

@@ -20,7 +20,10 @@ def _leaves(traj):
     fields = traj.system.state_fields
     if len(leaves) != len(fields):
         raise ValueError("state leaves and system.state_fields disagree")
-    return [(name, dims, np.asarray(a)) for (name, dims), a in zip(fields, leaves, strict=True)]
+    out = [(name, dims, np.asarray(a)) for (name, dims), a in zip(fields, leaves, strict=True)]
+    if traj.orientation is not None:
+        out.append(("g", ("row", "col"), np.asarray(traj.orientation)))
+    return out
 
 
 def metadata(traj) -> dict:

@@ -44,6 +44,62 @@ class _Run:
     steps: int
     save_every: int
     batched: bool
+    oriented: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class _Oriented:
+    """``base`` carrying the attitude g ∈ SO(n) along: state (x, g), g_{k+1} = g_k W_k.
+
+    W_k comes from ``base.step_with_rotation``; each new g is re-orthonormalized by one
+    Newton-Schulz step, which removes accumulated round-off (it moves g by O(‖gᵀg − I‖)).
+    """
+
+    base: object
+
+    @property
+    def traits(self):
+        return self.base.traits
+
+    @property
+    def failure(self):
+        return self.base.failure
+
+    def check(self, system) -> None:
+        self.base.check(system)
+
+    def step(self, system, x, h):
+        from mechint.lie import orthonormalize
+
+        state, g = x
+        state, W, status = self.base.step_with_rotation(system, state, h)
+        return (state, orthonormalize(g @ W)), status
+
+
+def _orientation(system, integrator, g0, batched: bool, batch: int) -> np.ndarray:
+    """Validate the initial attitude g0 ∈ SO(n) (one, or one per batch member)."""
+    if not callable(getattr(integrator, "step_with_rotation", None)):
+        raise InputError(
+            "orientation",
+            f"{type(integrator).__name__} does not compute the body's rotation per step",
+            "use mechint.integrators.DiscreteLagrangian(), or leave orientation out",
+        )
+    n = system.state_shape[-1]
+    g = _validate.real_array("orientation", g0)
+    shape = (batch, n, n) if batched and g.ndim == 3 else (n, n)
+    if g.shape != shape:
+        raise InputError("orientation", f"expected an {n}x{n} rotation matrix, got shape {g.shape}")
+    defect = float(np.max(np.abs(np.swapaxes(g, -1, -2) @ g - np.eye(n))))
+    if defect > 1e-10 or np.any(np.linalg.det(g) <= 0):
+        raise InputError(
+            "orientation",
+            f"is not a rotation (max |gᵀg − I| = {defect:.2g}, det = "
+            f"{np.min(np.linalg.det(g)):.3g})",
+            "give g in SO(n), e.g. the identity",
+        )
+    if batched and g.ndim == 2:
+        g = np.broadcast_to(g, (batch, n, n)).copy()
+    return g
 
 
 def _check_system(system) -> None:
@@ -122,6 +178,7 @@ def simulate(
     *,
     t0: float = 0.0,
     progress: bool = False,
+    orientation=None,
 ) -> Trajectory:
     """Advance ``x0`` by ``steps`` steps of size ``h``, saving every ``save_every``-th state.
 
@@ -139,6 +196,11 @@ def simulate(
         Time of ``x0``.
     progress
         Show a progress bar on stderr for runs lasting more than about two seconds.
+    orientation
+        Initial attitude g0 ∈ SO(n) (one for all batch members, or one each): the run
+        then also carries g_{k+1} = g_k W_k (integrators with ``step_with_rotation``,
+        i.e. ``DiscreteLagrangian``), saved as ``Trajectory.orientation``.  With
+        P_0 = g0ᵀ A g0 the saved states keep P_k = g_kᵀ A g_k.
 
     Returns
     -------
@@ -161,9 +223,13 @@ def simulate(
     save_every = _validate.save_every(steps, save_every)
     t0 = float(_validate.real_array("t0", t0, ()))
 
-    run = _Run(system, integrator, h, t0, steps, save_every, batched)
     n_saves = steps // save_every
     batch = jax.tree.leaves(x0_np)[0].shape[0] if batched else 1
+    oriented = orientation is not None
+    if oriented:
+        g0 = _orientation(system, integrator, orientation, batched, batch)
+        x0_np, integrator = (x0_np, g0), _Oriented(integrator)
+    run = _Run(system, integrator, h, t0, steps, save_every, batched, oriented)
     per_chunk = _plan(n_saves, save_every, batch)
 
     x = jax.tree.map(jnp.asarray, x0_np)
@@ -211,12 +277,14 @@ def _trajectory(run: _Run, samples, **stats) -> Trajectory:
     if run.batched:
         x = jax.tree.map(lambda a: np.ascontiguousarray(np.moveaxis(a, 0, 1)), x)
     t = run.t0 + run.h * (run.save_every * np.arange(n_saved, dtype=np.float64))
+    x, g = x if run.oriented else (x, None)
     return Trajectory(
         system=run.system,
-        integrator=run.integrator,
+        integrator=run.integrator.base if run.oriented else run.integrator,
         h=run.h,
         t=t,
         x=x,
+        orientation=g,
         steps=(n_saved - 1) * run.save_every,
         save_every=run.save_every,
         stats=stats,
@@ -233,6 +301,8 @@ def _raise_failure(run: _Run, samples, saved, done, fail_step, fail_res, x):
     kept = [*samples, jax.tree.map(lambda a: a[:valid], saved)]
     partial = _trajectory(run, kept)
     last = jax.tree.map(lambda a: np.asarray(a)[member] if run.batched else np.asarray(a), x)
+    if run.oriented:
+        last = last[0]
     raise StepFailure(
         step=first,
         residual=residual if math.isfinite(residual) else float("nan"),

@@ -13,8 +13,10 @@ class Trajectory:
     """Saved samples of a run.
 
     ``t``: (n_saved,) times; ``x``: states (n_saved, ...) or, for a batch, (B, n_saved, ...),
-    a pytree of NumPy arrays for structured states.  ``system``, ``integrator``, ``h``,
-    ``steps`` and ``save_every`` record what produced it; ``stats`` holds the wall time.
+    a pytree of NumPy arrays for structured states.  ``orientation``: the attitudes
+    g_k ∈ SO(n), (n_saved, n, n) or (B, n_saved, n, n), when the run carried them (else
+    None).  ``system``, ``integrator``, ``h``, ``steps`` and ``save_every`` record what
+    produced it; ``stats`` holds the wall time.
     """
 
     system: Any
@@ -25,6 +27,7 @@ class Trajectory:
     steps: int
     save_every: int
     stats: dict = dataclasses.field(default_factory=dict)
+    orientation: Any = None
 
     @property
     def batched(self) -> bool:

@@ -15,6 +15,8 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Bool, Float, Int
 
+from mechint.solvers.linear import solve
+
 
 class NewtonStatus(NamedTuple):
     converged: Bool[Array, ""]
@@ -46,34 +48,67 @@ class Newton:
 
                 raise InputError(name, f"must be in [0, 1), got {value!r}")
 
-    def solve(self, residual: Callable, z0) -> tuple[object, NewtonStatus]:
-        flat0, unravel = ravel_pytree(z0)
+    def solve(
+        self,
+        residual: Callable,
+        z0,
+        *,
+        retract: Callable | None = None,
+        tangent=None,
+        tangent_map: Callable | None = None,
+    ) -> tuple[object, NewtonStatus]:
+        """Solve ``residual(z) = 0`` from ``z0``; returns (z, NewtonStatus).
 
-        def G(flat):
-            return ravel_pytree(residual(unravel(flat)))[0]
+        On a manifold, give ``retract(z, d)`` (a chart centred at z, retract(z, 0) = z)
+        and a zero ``tangent`` pytree: each iteration solves DG(retract(z, ·))(0) d = −G(z)
+        and moves to retract(z, d), so every iterate stays on the manifold (e.g. Cayley
+        updates W ← W cay(d) on SO(n)).  By default z lives in a vector space:
+        retract(z, d) = z + d.  ``tangent_map(z, d)``, the derivative of retract(z, ·) at
+        0 (e.g. W d), gives the same Jacobian as DG(z)·tangent_map(z, ·) without
+        differentiating the chart, when ``residual`` is defined around the manifold.
+        """
+        if retract is None:
+            retract = _add
+            tangent = jax.tree.map(jnp.zeros_like, z0)
+        flat_t, unravel_t = ravel_pytree(tangent)
+        zero = jnp.zeros_like(flat_t)
 
-        def with_aux(flat):
-            g = G(flat)
+        def G(z):
+            return ravel_pytree(residual(z))[0]
+
+        def local(d, z):
+            if tangent_map is None:
+                g = G(retract(z, unravel_t(d)))
+            else:
+                g = G(_add(z, tangent_map(z, unravel_t(d))))
             return g, g
 
-        jac = jax.jacfwd(with_aux, has_aux=True)
+        jac = jax.jacfwd(local, has_aux=True)
+
+        def size(z):
+            return jnp.max(jnp.stack([jnp.max(jnp.abs(a)) for a in jax.tree.leaves(z)]))
+
+        def finite(z):
+            return jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in jax.tree.leaves(z)]))
 
         def cond(state):
-            _, i, done, finite = state
-            return (i < self.max_iter) & ~done & finite
+            _, i, done, ok = state
+            return (i < self.max_iter) & ~done & ok
 
         def body(state):
             z, i, _, _ = state
-            J, g = jac(z)
-            dz = jnp.linalg.solve(J, -g)
-            z = z + dz
-            size = jnp.max(jnp.abs(dz))
-            done = size <= self.rtol * jnp.max(jnp.abs(z)) + self.atol
-            finite = jnp.all(jnp.isfinite(z))
-            return z, i + 1, done, finite
+            J, g = jac(zero, z)
+            d = solve(J, -g)
+            z = retract(z, unravel_t(d))
+            done = jnp.max(jnp.abs(d)) <= self.rtol * size(z) + self.atol
+            return z, i + 1, done, finite(z)
 
-        init = (flat0, jnp.asarray(0), jnp.asarray(False), jnp.all(jnp.isfinite(flat0)))
-        z, iterations, done, finite = jax.lax.while_loop(cond, body, init)
+        init = (z0, jnp.asarray(0), jnp.asarray(False), finite(z0))
+        z, iterations, done, ok = jax.lax.while_loop(cond, body, init)
         res = jnp.max(jnp.abs(G(z)))
-        converged = done & finite & jnp.isfinite(res)
-        return unravel(z), NewtonStatus(converged, res, iterations)
+        converged = done & ok & jnp.isfinite(res)
+        return z, NewtonStatus(converged, res, iterations)
+
+
+def _add(z, d):
+    return jax.tree.map(lambda a, b: a + b, z, d)

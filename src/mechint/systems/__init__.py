@@ -1,9 +1,12 @@
 """Mechanical systems as immutable JAX pytrees (see ``mechint.systems.base``)."""
 
 from mechint._validate import lookup
+from mechint.systems.clebsch import ClebschTop
 from mechint.systems.euler_top import EulerTop
+from mechint.systems.free_rigid_body import FreeRigidBody
+from mechint.systems.quadratic_potential import QuadraticPotentialTop
 
-SYSTEMS = {"euler-top": EulerTop}
+SYSTEMS = {cls.name: cls for cls in (EulerTop, FreeRigidBody, QuadraticPotentialTop, ClebschTop)}
 
 
 def get(name: str):
@@ -11,4 +14,4 @@ def get(name: str):
     return lookup("system", SYSTEMS, name)
 
 
-__all__ = ["SYSTEMS", "EulerTop", "get"]
+__all__ = ["SYSTEMS", "ClebschTop", "EulerTop", "FreeRigidBody", "QuadraticPotentialTop", "get"]

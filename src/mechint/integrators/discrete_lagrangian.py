@@ -1,0 +1,154 @@
+r"""Suris's discrete Lagrangian map on so(n) ⋉ Symm(n), the Clebsch case, and Moser-Veselov.
+
+Source: Yu. B. Suris, *Integrable discretization of a rigid body in a quadratic
+potential* (references/suris-rigid-body-quadratic-potential.md), Theorems 3-4 and §6;
+Moser & Veselov (1991) for P = 0; MATH.md §3.  With time step ε = h and
+Q_k = I − (ε²/2)P_k, equations (5.5):
+
+    ε M_k     = Q_k W_k J − J W_kᵀ Q_k          (solved for W_k ∈ SO(n))
+    ε M_{k+1} = J Q_k W_k − W_kᵀ Q_k J
+    P_{k+1}   = W_kᵀ P_k W_k                    (Clebsch: p_{k+1} = W_kᵀ p_k, P = ppᵀ)
+
+and P = 0 is the Moser-Veselov map of the free body.  The first equation is solved by
+Newton on SO(n) with the exact Jacobian (``jax.jacfwd``) and Cayley updates
+W ← W cay(δ), from W = cay(εΩ_k).  The correspondence is multi-valued; the branch taken is
+the one continuous with W → I as ε → 0.  It is characterized by the factorization
+L_k(λ) = U_k(λ)U_kᵀ(−λ), U_k(λ) = Q_kW_k − ελJ, of Theorem 4: the zeros of det U_k(λ)
+(the eigenvalues of (εJ)⁻¹Q_kW_k) are the n zeros of det L_k lying on the side
+sign(ε)·Re λ > 0.  A solve that lands elsewhere, or a step so large that zeros reach
+the imaginary axis, is a failed step (an error, never a wrong branch).
+
+The map is Poisson for the Lie-Poisson bracket, symmetric (stepping with −ε undoes a
+step), of order 2 with no time shift, and keeps exactly the spectrum of
+L_k(λ) = I − ε²(P̃_k + λM_k + λ²J²), P̃ = P − ε²P²/4: the spectral invariants of
+K = P̃ + λM + λ²J², H(M, P̃) and the Casimirs tr P^k.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import jax.numpy as jnp
+
+from mechint.integrators.base import StepStatus, Traits, require
+from mechint.lie import cayley, so_dim, so_hat, so_vee
+from mechint.solvers import Newton
+from mechint.solvers.linear import positive_stable
+from mechint.systems import _son
+from mechint.systems.clebsch import ClebschTop
+from mechint.systems.free_rigid_body import FreeRigidBody
+from mechint.systems.quadratic_potential import QuadraticPotentialTop
+
+_SERVES = (FreeRigidBody, QuadraticPotentialTop, ClebschTop)
+
+
+def _split(system, x):
+    """(M, P or None, p or None) from a state of one of the served systems."""
+    if isinstance(system, FreeRigidBody):
+        return x, None, None
+    if isinstance(system, ClebschTop):
+        M, p = x
+        return M, p[..., :, None] * p[..., None, :], p
+    M, P = x
+    return M, P, None
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscreteLagrangian:
+    """Suris / Moser-Veselov map for FreeRigidBody, QuadraticPotentialTop and ClebschTop.
+
+    ``solver``: Newton settings for the W equation; ``check_branch``: verify that the
+    solution lies on the branch W → I (see the module docstring); on by default.
+    """
+
+    solver: Newton = dataclasses.field(default_factory=lambda: Newton(rtol=1e-14, max_iter=20))
+    check_branch: bool = True
+
+    name: ClassVar[str] = "discrete-lagrangian"
+    traits: ClassVar[Traits] = Traits(order=2, symmetric=True, explicit=False, poisson=True)
+    failure: ClassVar[str] = (
+        "the W equation had no solution on the branch W ≈ I (Newton did not converge, "
+        "or converged to another branch; residual = max-norm of ε M_k − (Q W J − J Wᵀ Q)): "
+        "decrease h"
+    )
+
+    def check(self, system) -> None:
+        require(self, system, _SERVES)
+
+    # -- the map -----------------------------------------------------------------------
+    def solve_W(self, J, M, P, h):
+        """W ∈ SO(n) with h M = Q W J − J Wᵀ Q, Q = I − h²P/2; returns (W, StepStatus)."""
+        n = M.shape[-1]
+        eye = jnp.eye(n, dtype=M.dtype)
+        Q = eye if P is None else eye - 0.5 * h * h * P
+
+        def residual(W):
+            U = Q @ W * J  # Q W J
+            return so_vee(U - U.T - h * M)
+
+        def retract(W, d):
+            return W @ cayley(so_hat(d, n))
+
+        W0 = cayley(h * _son.omega(M, J))
+        W, st = self.solver.solve(
+            residual,
+            W0,
+            retract=retract,
+            tangent=jnp.zeros(so_dim(n), dtype=M.dtype),
+            tangent_map=lambda W, d: W @ so_hat(d, n),
+        )
+        ok = st.converged
+        if self.check_branch:
+            ok = ok & positive_stable(jnp.sign(h) * (Q @ W) / J[:, None])
+        return W, StepStatus(ok, st.residual)
+
+    def step_with_rotation(self, system, x, h):
+        """One step; returns (x_{k+1}, W_k, StepStatus) (W_k = g_kᵀ g_{k+1})."""
+        M, P, p = _split(system, x)
+        J = system.J
+        W, status = self.solve_W(J, M, P, h)
+        QW = W if P is None else W - 0.5 * h * h * (P @ W)
+        JQW = J[:, None] * QW
+        M_next = (JQW - JQW.T) / h
+        if isinstance(system, FreeRigidBody):
+            return M_next, W, status
+        if p is not None:
+            return (M_next, W.T @ p), W, status
+        return (M_next, W.T @ P @ W), W, status
+
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        x_next, _, status = self.step_with_rotation(system, x, h)
+        return x_next, status
+
+    # -- what the map keeps ------------------------------------------------------------
+    def modified_P(self, system, x, h):
+        """P̃ = P − ε²P²/4 (zero for the free body)."""
+        M, P, _ = _split(system, x)
+        if P is None:
+            return jnp.zeros_like(M)
+        return P - 0.25 * h * h * (P @ P)
+
+    def lax_matrix(self, system, x, h, lam):
+        """The discrete Lax matrix L_k(λ) = I − ε²(P̃ + λM + λ²J²), isospectral along the map."""
+        M = _split(system, x)[0]
+        K = self.modified_P(system, x, h) + lam * M + lam**2 * jnp.diag(system.J**2)
+        return jnp.eye(M.shape[-1], dtype=M.dtype) - h * h * K
+
+    def preserved(self, system, x, h) -> dict:
+        """H(M, P̃) ('H~'), the spectral invariants of P̃ + λM + λ²J² ('L{k}_{d}~') and the
+        Casimirs.  For the free body (P̃ = P = 0) these are the body's own integrals: the
+        Moser-Veselov map keeps H, tr M^{2i} and Manakov's integrals exactly."""
+        if isinstance(system, FreeRigidBody):
+            return system.invariants(x)
+        M = _split(system, x)[0]
+        Pt = self.modified_P(system, x, h)
+        J = system.J
+        out = {
+            "H~": _son.kinetic(M, J) - 0.5 * jnp.sum(J * jnp.diagonal(Pt, axis1=-2, axis2=-1), -1)
+        }
+        out.update(system.casimirs(x))
+        lax = _son.lax_integrals(M, Pt, J)
+        names = _son.lax_integral_names(M.shape[-1], free=False)
+        out.update({f"{name}~": lax[..., i] for i, name in enumerate(names)})
+        return out

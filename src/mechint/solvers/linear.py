@@ -1,0 +1,91 @@
+"""Dense linear solves, fast for the small systems of one step (vmap-friendly).
+
+For n <= ``UNROLL_MAX`` the solve is Gaussian elimination with partial pivoting written
+as n unrolled, element-wise array operations: under ``vmap`` a batch of small systems
+becomes a few fused vector operations instead of one LAPACK call per member (about ten
+times faster for 3×3).  Larger systems use ``jnp.linalg.solve`` (LAPACK / cuSOLVER).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+UNROLL_MAX = 8
+
+
+def solve(
+    A: Float[Array, "... n n"],
+    b: Float[Array, "... n k"] | Float[Array, "... n"],
+    *,
+    pivot: bool = True,
+):
+    """x with A x = b (b a vector or a matrix of right-hand sides); no error under jit:
+    a singular A gives non-finite entries, which callers turn into a failed status.
+
+    ``pivot=False`` skips row exchanges: safe (and faster) when A's symmetric part is
+    positive definite, e.g. I − X/2 with X skew in the Cayley map."""
+    n = A.shape[-1]
+    vector = b.ndim == A.ndim - 1
+    if n > UNROLL_MAX:
+        if vector:
+            return jnp.linalg.solve(A, b[..., None])[..., 0]
+        return jnp.linalg.solve(A, b)
+    B = b[..., None] if vector else b
+    rows = jnp.arange(n)
+    for i in range(n):
+        # partial pivoting: bring the largest |A[r, i]|, r >= i, to row i
+        if pivot:
+            col = jnp.where(rows >= i, jnp.abs(A[..., :, i]), -1.0)
+            r = jnp.argmax(col, axis=-1)[..., None, None]
+            A, B = _swap(A, i, r), _swap(B, i, r)
+        diag = A[..., i : i + 1, i : i + 1]
+        rowA, rowB = A[..., i : i + 1, :] / diag, B[..., i : i + 1, :] / diag
+        factor = A[..., :, i : i + 1]
+        is_i = (rows == i)[:, None]
+        A = jnp.where(is_i, rowA, A - factor * rowA)
+        B = jnp.where(is_i, rowB, B - factor * rowB)
+    return B[..., 0] if vector else B
+
+
+def _swap(X, i: int, r):
+    """Swap row i with row r (per batch member) of X (..., n, k)."""
+    row_i = X[..., i : i + 1, :]
+    row_r = jnp.take_along_axis(X, jnp.broadcast_to(r, (*X.shape[:-2], 1, X.shape[-1])), axis=-2)
+    idx = jnp.arange(X.shape[-2])[:, None]
+    return jnp.where(idx == i, row_r, jnp.where(idx == r, row_i, X))
+
+
+def inverse(A: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
+    """A⁻¹ by ``solve``."""
+    return solve(A, jnp.broadcast_to(jnp.eye(A.shape[-1], dtype=A.dtype), A.shape))
+
+
+def positive_stable(Y: Float[Array, "... n n"]):
+    """True where every eigenvalue of Y has a positive real part (no eigenvalues computed).
+
+    The characteristic polynomial det(sI + Y) = Σ e_k s^{n−k} (e_k the elementary symmetric
+    functions of the eigenvalues, from the power sums tr Y^k by Newton's identities) must
+    be Hurwitz: every entry of the first column of its Routh array positive.  Eigenvalues
+    within round-off of the imaginary axis may be reported either way.
+    """
+    n = Y.shape[-1]
+    power, p = Y, []
+    for k in range(1, n + 1):
+        power = Y if k == 1 else power @ Y
+        p.append(jnp.trace(power, axis1=-2, axis2=-1))
+    e = [jnp.ones_like(p[0])]
+    for k in range(1, n + 1):
+        e.append(sum(((-1) ** (i - 1)) * e[k - i] * p[i - 1] for i in range(1, k + 1)) / k)
+    zero = jnp.zeros_like(p[0])
+    width = n // 2 + 1
+    row0 = [e[j] if j <= n else zero for j in range(0, 2 * width, 2)]
+    row1 = [e[j] if j <= n else zero for j in range(1, 2 * width + 1, 2)]
+    ok = (row0[0] > 0) & (row1[0] > 0)
+    for _ in range(n - 1):
+        row2 = [
+            (row1[0] * row0[j + 1] - row0[0] * row1[j + 1]) / row1[0] for j in range(width - 1)
+        ] + [zero]
+        ok = ok & (row2[0] > 0)
+        row0, row1 = row1, row2
+    return ok

@@ -1,0 +1,188 @@
+"""What the rigid bodies on so(n), so(n) ⋉ Symm(n) and e(n) share (MATH.md §3).
+
+J = diag(J_1..J_n) > 0 is held as the vector of its entries.  Ω is read from M by
+M = JΩ + ΩJ, i.e. Ω_jk = M_jk / (J_j + J_k).  The Lax matrix is
+L(λ) = P + λM + λ²J² (P = 0 for the free body, P = ppᵀ for the Clebsch case); its spectral
+invariants are the coefficients of λ^{2j} in tr L(λ)^k (odd powers vanish because
+L(−λ) = L(λ)ᵀ).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from mechint._validate import positive_vector, real_array
+from mechint.errors import InputError
+from mechint.lie import so_index, sym_index
+
+# Relative size of M + Mᵀ (or P − Pᵀ) accepted as round-off in a user's state.
+_STRUCTURE_RTOL = 1e-12
+
+
+def inertia(J) -> np.ndarray:
+    """Validated J = (J_1, ..., J_n), n >= 2, all > 0."""
+    return positive_vector("J", J, None, min_length=2)
+
+
+def omega(M: Float[Array, "... n n"], J: Float[Array, " n"]) -> Float[Array, "... n n"]:
+    """Ω with M = JΩ + ΩJ: Ω_jk = M_jk / (J_j + J_k)."""
+    return M / (J[:, None] + J[None, :])
+
+
+def kinetic(M: Float[Array, "... n n"], J: Float[Array, " n"]) -> Float[Array, ...]:
+    """½ ⟨M, Ω⟩ = ½ Σ_{j<k} M_jk² / (J_j + J_k)."""
+    return 0.25 * jnp.sum(M * omega(M, J), axis=(-2, -1))
+
+
+def times_J(J, A, side: str):
+    """J A (side 'left') or A J (side 'right') for diagonal J, without a matrix product."""
+    return J[:, None] * A if side == "left" else A * J
+
+
+def lax_coefficients(
+    M: Float[Array, "... n n"], P: Float[Array, "... n n"] | None, J: Float[Array, " n"]
+) -> Float[Array, "... n m"]:
+    """t[..., k−1, d] = coefficient of λ^d in tr L(λ)^k, k = 1..n, d = 0..2n.
+
+    Exact polynomial arithmetic on the matrix coefficients of L(λ) = P + λM + λ²J²
+    (no eigenvalues, so it is smooth and differentiable everywhere).
+    """
+    n = M.shape[-1]
+    J2 = jnp.broadcast_to(jnp.diag(J * J), M.shape)
+    P = jnp.zeros_like(M) if P is None else P
+    zero = jnp.zeros_like(M)[..., None, :, :]
+    pad = 2 * n + 1 - 3
+    C = jnp.concatenate([P[..., None, :, :], M[..., None, :, :], J2[..., None, :, :]], axis=-3)
+    C = jnp.concatenate([C, jnp.repeat(zero, pad, axis=-3)], axis=-3)
+    traces = [jnp.trace(C, axis1=-2, axis2=-1)]
+    for _ in range(2, n + 1):
+        shift1 = jnp.concatenate([zero, C[..., :-1, :, :]], axis=-3)
+        shift2 = jnp.concatenate([zero, zero, C[..., :-2, :, :]], axis=-3)
+        C = C @ P[..., None, :, :] + shift1 @ M[..., None, :, :] + shift2 @ J2[..., None, :, :]
+        traces.append(jnp.trace(C, axis1=-2, axis2=-1))
+    return jnp.stack(traces, axis=-2)
+
+
+def lax_integral_index(n: int, free: bool) -> list[tuple[int, int]]:
+    """The (k, d) of the independent, non-trivial coefficients λ^d of tr L(λ)^k.
+
+    With P: d = 2, 4, ..., 2k − 2 for k = 2..n (n(n−1)/2 integrals; d = 0 gives the
+    Casimirs tr P^k, d = 2k the constant tr J^{2k}).  Free body (P = 0): tr L^k =
+    λ^k tr(M + λJ²)^k, and the non-trivial ones are k < d < 2k, d even (Manakov's).
+    """
+    if free:
+        return [(k, d) for k in range(3, n + 1) for d in range(k + 1, 2 * k, 1) if d % 2 == 0]
+    return [(k, d) for k in range(2, n + 1) for d in range(2, 2 * k, 2)]
+
+
+def lax_integrals(M, P, J, free: bool = False) -> Float[Array, "... m"]:
+    """The spectral invariants of L(λ) = P + λM + λ²J² as an array (see lax_integral_index)."""
+    t = lax_coefficients(M, P, J)
+    idx = lax_integral_index(M.shape[-1], free)
+    return jnp.stack([t[..., k - 1, d] for k, d in idx], axis=-1)
+
+
+def lax_integral_names(n: int, free: bool) -> list[str]:
+    """Names 'L{k}_{d}' of the coefficients returned by ``lax_integrals``."""
+    return [f"L{k}_{d}" for k, d in lax_integral_index(n, free)]
+
+
+# -- Poisson tensors in coordinates (MATH.md §3) -----------------------------------------
+def _delta(a, b):
+    return (a == b).astype(np.float64)
+
+
+def poisson_MM(M: Float[Array, "... n n"]) -> Float[Array, "... d d"]:
+    """{M_ab, M_cd} = −(δ_bc M_ad − δ_bd M_ac − δ_ac M_bd + δ_ad M_bc), a<b, c<d."""
+    j, k = so_index(M.shape[-1])
+    a, b, c, d = j[:, None], k[:, None], j[None, :], k[None, :]
+    return -(
+        _delta(b, c) * M[..., a, d]
+        - _delta(b, d) * M[..., a, c]
+        - _delta(a, c) * M[..., b, d]
+        + _delta(a, d) * M[..., b, c]
+    )
+
+
+def poisson_MP(P: Float[Array, "... n n"]) -> Float[Array, "... d e"]:
+    """{M_ab, P_cd} = δ_ac P_bd − δ_bc P_ad − δ_bd P_ac + δ_ad P_bc, a<b, c≤d."""
+    n = P.shape[-1]
+    j, k = so_index(n)
+    r, s = sym_index(n)
+    a, b, c, d = j[:, None], k[:, None], r[None, :], s[None, :]
+    return (
+        _delta(a, c) * P[..., b, d]
+        - _delta(b, c) * P[..., a, d]
+        - _delta(b, d) * P[..., a, c]
+        + _delta(a, d) * P[..., b, c]
+    )
+
+
+def poisson_Mp(p: Float[Array, "... n"]) -> Float[Array, "... d n"]:
+    """{M_ab, p_c} = δ_ac p_b − δ_bc p_a, a<b."""
+    n = p.shape[-1]
+    j, k = so_index(n)
+    a, b, c = j[:, None], k[:, None], np.arange(n)[None, :]
+    return _delta(a, c) * p[..., b] - _delta(b, c) * p[..., a]
+
+
+def semidirect_tensor(MM, MV):
+    """[[MM, MV], [−MVᵀ, 0]]: the Lie-Poisson tensor of a semidirect product."""
+    lower = -jnp.swapaxes(MV, -1, -2)
+    zeros = jnp.zeros((*MV.shape[:-2], MV.shape[-1], MV.shape[-1]), dtype=MV.dtype)
+    return jnp.concatenate(
+        [jnp.concatenate([MM, MV], axis=-1), jnp.concatenate([lower, zeros], axis=-1)], axis=-2
+    )
+
+
+# -- validation of matrix states ----------------------------------------------------------
+def matrix_state(name: str, value, n: int, kind: str) -> tuple[np.ndarray, bool]:
+    """An n×n skew (kind 'skew') or symmetric ('symmetric') matrix, or a batch (B, n, n).
+
+    Asymmetry at round-off (≤ 1e-12 of the largest entry) is removed; more is an error,
+    never silently projected away.
+    """
+    arr = real_array(name, value)
+    if arr.shape[-2:] != (n, n) or arr.ndim not in (2, 3) or (arr.ndim == 3 and not len(arr)):
+        raise InputError(
+            name,
+            f"expected a {kind} {n}x{n} matrix (or a batch (B, {n}, {n})), got shape {arr.shape}",
+            "write rows separated by ';', e.g. 0,1,2;-1,0,3;-2,-3,0",
+        )
+    sign = -1.0 if kind == "skew" else 1.0
+    swapped = np.swapaxes(arr, -1, -2)
+    defect = float(np.max(np.abs(arr - sign * swapped)))
+    scale = max(float(np.max(np.abs(arr))), 1e-300)
+    if defect > _STRUCTURE_RTOL * scale:
+        relation = "M + Mᵀ" if kind == "skew" else "P − Pᵀ"
+        fix = "(M − Mᵀ)/2" if kind == "skew" else "(P + Pᵀ)/2"
+        raise InputError(
+            name,
+            f"is not {kind}: max |{relation}| = {defect:.3g} (largest entry {scale:.3g})",
+            f"pass {fix} if that is what you mean",
+        )
+    return 0.5 * (arr + sign * swapped), arr.ndim == 3
+
+
+def vector_state(name: str, value, n: int) -> tuple[np.ndarray, bool]:
+    """A vector in R^n or a batch (B, n)."""
+    from mechint.systems.base import validate_vector_state
+
+    return validate_vector_state(name, value, n)
+
+
+def state_pair(name: str, value, first, second) -> tuple[tuple, bool]:
+    """A structured state (X, Y): both validated, batched alike."""
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        raise InputError(name, f"expected a pair (M, {second[0]}), got {type(value).__name__}")
+    X, bx = first[1](f"{name}[0] ({first[0]})", value[0])
+    Y, by = second[1](f"{name}[1] ({second[0]})", value[1])
+    if bx != by or (bx and X.shape[0] != Y.shape[0]):
+        raise InputError(
+            name,
+            f"{first[0]} and {second[0]} must both be single states or batches of one size, "
+            f"got shapes {X.shape} and {Y.shape}",
+        )
+    return (X, Y), bx

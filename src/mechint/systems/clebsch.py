@@ -1,0 +1,141 @@
+"""The Clebsch case P = ppᵀ on e(n)* = (so(n) ⋉ Rⁿ)* (Suris 2001, §6; MATH.md §3)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from mechint._pytree import register_pytree
+from mechint.lie import commutator, so_dim, so_hat, so_vee, vee
+from mechint.systems import _son
+
+
+def wedge(p, q):
+    """p ∧ q = pqᵀ − qpᵀ."""
+    outer = p[..., :, None] * q[..., None, :]
+    return outer - jnp.swapaxes(outer, -1, -2)
+
+
+@register_pytree(data=("J",))
+@dataclasses.dataclass(frozen=True, eq=False, init=False)
+class ClebschTop:
+    r"""The Clebsch case of the top in a quadratic potential, A = aaᵀ, any n >= 2.
+
+    State (M, p), p = gᵀa.  Equations (6.4): Ṁ = [M, Ω] + p ∧ (Jp),  ṗ = −Ωp.
+    Hamiltonian (6.5): H = ½ Σ_{j<k} M_jk²/(J_j+J_k) − ½ ⟨p, Jp⟩.  Casimirs of e(n): |p|²
+    ('p2') and tr N^{2i}, i = 1..⌊(n−1)/2⌋, with N = |p|²M − (Mp) ∧ p (the part of M
+    orthogonal to p; for n = 3 ``mp`` = m·p with M = hat(m) is given instead).  The
+    integrals are those of L(λ) = ppᵀ + λM + λ²J² (not all independent for rank one P).
+    Poisson tensor of e(n) in the coordinates (M_jk, j<k; p_c): {M_ab, p_c} = δ_ac p_b − δ_bc p_a.
+    """
+
+    J: Float[Array, " n"]
+
+    name: ClassVar[str] = "clebsch"
+    state_fields: ClassVar[tuple] = (("M", ("row", "col")), ("p", ("axis",)))
+
+    def __init__(self, J=(1.0, 2.0, 3.0)):
+        object.__setattr__(self, "J", jnp.asarray(_son.inertia(J)))
+
+    def __repr__(self) -> str:
+        return f"ClebschTop(J={tuple(float(v) for v in np.asarray(self.J))})"
+
+    @property
+    def n(self) -> int:
+        return self.J.shape[-1]
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (self.n, self.n)
+
+    @property
+    def quadratic_invariants(self) -> tuple[str, ...]:
+        return ("H", "p2", "mp") if self.n == 3 else ("H", "p2")
+
+    @staticmethod
+    def body_vector(a, g) -> np.ndarray:
+        """p = gᵀa: the space-fixed vector a seen from the body frame g."""
+        a, g = np.asarray(a, dtype=float), np.asarray(g, dtype=float)
+        return np.einsum("...ji,...j->...i", g, a)
+
+    # -- structure ---------------------------------------------------------------------
+    def omega(self, M: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
+        return _son.omega(M, self.J)
+
+    def vector_field(self, x):
+        M, p = x
+        Omega = self.omega(M)
+        return commutator(M, Omega) + wedge(p, self.J * p), -jnp.einsum(
+            "...jk,...k->...j", Omega, p
+        )
+
+    def hamiltonian(self, x) -> Float[Array, ...]:
+        M, p = x
+        return _son.kinetic(M, self.J) - 0.5 * jnp.sum(self.J * p * p, axis=-1)
+
+    def casimirs(self, x) -> dict[str, Float[Array, ...]]:
+        M, p = x
+        p2 = jnp.sum(p * p, axis=-1)
+        out = {"p2": p2}
+        if self.n == 3:
+            out["mp"] = jnp.sum(vee(M) * p, axis=-1)
+            return out
+        Mp = jnp.einsum("...jk,...k->...j", M, p)
+        N = p2[..., None, None] * M - wedge(Mp, p)
+        power = N
+        for i in range(1, (self.n - 1) // 2 + 1):
+            power = N @ N if i == 1 else power @ N @ N
+            out[f"trN{2 * i}"] = jnp.trace(power, axis1=-2, axis2=-1)
+        return out
+
+    def potential_matrix(self, x) -> Float[Array, "... n n"]:
+        """P = ppᵀ."""
+        _, p = x
+        return p[..., :, None] * p[..., None, :]
+
+    def lax_matrix(self, x, lam) -> Float[Array, "... n n"]:
+        """L(λ) = ppᵀ + λM + λ²J²."""
+        return self.potential_matrix(x) + lam * x[0] + lam**2 * jnp.diag(self.J**2)
+
+    def lax_integrals(self, x) -> Float[Array, "... m"]:
+        return _son.lax_integrals(x[0], self.potential_matrix(x), self.J)
+
+    def invariants(self, x) -> dict[str, Float[Array, ...]]:
+        lax = self.lax_integrals(x)
+        names = _son.lax_integral_names(self.n, free=False)
+        return {
+            "H": self.hamiltonian(x),
+            **self.casimirs(x),
+            **{name: lax[..., i] for i, name in enumerate(names)},
+        }
+
+    # -- coordinates and Poisson tensor --------------------------------------------------
+    def coordinates(self, x) -> Float[Array, "... d"]:
+        """z = (M_jk, j<k; p_1..p_n)."""
+        M, p = x
+        return jnp.concatenate([so_vee(M), p], axis=-1)
+
+    def from_coordinates(self, z):
+        d = so_dim(self.n)
+        return so_hat(z[..., :d], self.n), z[..., d:]
+
+    def poisson_tensor(self, x) -> Float[Array, "... d d"]:
+        M, p = x
+        return _son.semidirect_tensor(_son.poisson_MM(M), _son.poisson_Mp(p))
+
+    # -- metadata and validation --------------------------------------------------------
+    def parameters(self) -> dict:
+        return {"J": [float(v) for v in np.asarray(self.J)]}
+
+    def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
+        n = self.n
+        return _son.state_pair(
+            name,
+            x,
+            ("M", lambda nm, v: _son.matrix_state(nm, v, n, "skew")),
+            ("p", lambda nm, v: _son.vector_state(nm, v, n)),
+        )

@@ -1,0 +1,114 @@
+"""The free n-dimensional rigid body on so(n)* (MATH.md §3 with P = 0)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from mechint._pytree import register_pytree
+from mechint.lie import commutator, so_hat, so_vee
+from mechint.systems import _son
+
+
+@register_pytree(data=("J",))
+@dataclasses.dataclass(frozen=True, eq=False, init=False)
+class FreeRigidBody:
+    r"""Free rigid body in so(n), any n >= 2: Ṁ = [M, Ω], M = JΩ + ΩJ.
+
+    State: M, a skew n×n matrix (body angular momentum).  H = ½ Σ_{j<k} M_jk²/(J_j+J_k);
+    Casimirs tr M^{2i}, i = 1..⌊n/2⌋; Manakov's integrals: the spectral invariants of
+    M + λJ² (``lax_integrals``).  Poisson tensor in the coordinates M_jk, j < k:
+    {M_ab, M_cd} = −(δ_bc M_ad − δ_bd M_ac − δ_ac M_bd + δ_ad M_bc).  For n = 3 it is the
+    Euler top with M = hat(m) and I = (J2+J3, J1+J3, J1+J2) (see ``euler_top``).
+    """
+
+    J: Float[Array, " n"]
+
+    name: ClassVar[str] = "free-rigid-body"
+
+    def __init__(self, J=(1.0, 2.0, 3.0)):
+        object.__setattr__(self, "J", jnp.asarray(_son.inertia(J)))
+
+    def __repr__(self) -> str:
+        return f"FreeRigidBody(J={tuple(float(v) for v in np.asarray(self.J))})"
+
+    @property
+    def n(self) -> int:
+        return self.J.shape[-1]
+
+    @property
+    def state_fields(self) -> tuple:
+        return (("M", ("row", "col")),)
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (self.n, self.n)
+
+    @property
+    def quadratic_invariants(self) -> tuple[str, ...]:
+        return ("H", "trM2")
+
+    def euler_top(self):
+        """The Euler top it equals for n = 3: I = (J2+J3, J1+J3, J1+J2), M = hat(m)."""
+        from mechint.systems.euler_top import EulerTop
+
+        if self.n != 3:
+            raise ValueError(f"only n = 3 is an Euler top, this body has n = {self.n}")
+        J1, J2, J3 = (float(v) for v in np.asarray(self.J))
+        return EulerTop((J2 + J3, J1 + J3, J1 + J2))
+
+    # -- structure ---------------------------------------------------------------------
+    def omega(self, M: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
+        return _son.omega(M, self.J)
+
+    def vector_field(self, M: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
+        return commutator(M, self.omega(M))
+
+    def hamiltonian(self, M: Float[Array, "... n n"]) -> Float[Array, ...]:
+        return _son.kinetic(M, self.J)
+
+    def casimirs(self, M: Float[Array, "... n n"]) -> dict[str, Float[Array, ...]]:
+        out, power = {}, M
+        for i in range(1, self.n // 2 + 1):
+            power = M @ M if i == 1 else power @ M @ M
+            out[f"trM{2 * i}"] = jnp.trace(power, axis1=-2, axis2=-1)
+        return out
+
+    def lax_matrix(self, M, lam) -> Float[Array, "... n n"]:
+        """L(λ) = λM + λ²J² (P = 0)."""
+        return lam * M + lam**2 * jnp.diag(self.J**2)
+
+    def lax_integrals(self, M: Float[Array, "... n n"]) -> Float[Array, "... m"]:
+        """Manakov's integrals: coefficients of tr (M + λJ²)^k that are not Casimirs."""
+        return _son.lax_integrals(M, None, self.J, free=True)
+
+    def invariants(self, M) -> dict[str, Float[Array, ...]]:
+        out = {"H": self.hamiltonian(M), **self.casimirs(M)}
+        names = _son.lax_integral_names(self.n, free=True)
+        if names:
+            lax = self.lax_integrals(M)
+            out.update({name: lax[..., i] for i, name in enumerate(names)})
+        return out
+
+    # -- coordinates and Poisson tensor --------------------------------------------------
+    def coordinates(self, M) -> Float[Array, "... d"]:
+        """z = (M_jk, j < k)."""
+        return so_vee(M)
+
+    def from_coordinates(self, z) -> Float[Array, "... n n"]:
+        return so_hat(z, self.n)
+
+    def poisson_tensor(self, M) -> Float[Array, "... d d"]:
+        """Π(z) with ż = Π(z)∇_z H, in the coordinates of ``coordinates``."""
+        return _son.poisson_MM(M)
+
+    # -- metadata and validation --------------------------------------------------------
+    def parameters(self) -> dict:
+        return {"J": [float(v) for v in np.asarray(self.J)]}
+
+    def validate_state(self, x, name: str = "x0") -> tuple[np.ndarray, bool]:
+        return _son.matrix_state(name, x, self.n, "skew")

@@ -1,0 +1,127 @@
+"""A rigid body in a quadratic potential on (so(n) ⋉ Symm(n))* (Suris 2001, §4; MATH.md §3)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from mechint._pytree import register_pytree
+from mechint.lie import commutator, so_hat, so_vee, sym_dim, sym_hat, sym_vee
+from mechint.systems import _son
+
+
+@register_pytree(data=("J",))
+@dataclasses.dataclass(frozen=True, eq=False, init=False)
+class QuadraticPotentialTop:
+    r"""Rigid body about a fixed point in the potential φ(x) = ½ xᵀAx, any n >= 2.
+
+    State (M, P): M skew (body angular momentum), P = gᵀAg symmetric.  Equations (4.4):
+    Ṁ = [M, Ω] + [P, J],  Ṗ = [P, Ω],  M = JΩ + ΩJ.  Hamiltonian (4.6):
+    H = ½ Σ_{j<k} M_jk²/(J_j+J_k) − ½ Σ_k J_k P_kk.  Casimirs tr P^k, k = 1..n.
+    Lax matrix L(λ) = P + λM + λ²J², L̇ = [L, Ω + λJ]; its n(n−1)/2 independent spectral
+    invariants are ``lax_integrals``.  Poisson tensor: the Lie-Poisson tensor of
+    so(n) ⋉ Symm(n) in the coordinates (M_jk, j<k; P_jk, j≤k) (MATH.md §3).
+    """
+
+    J: Float[Array, " n"]
+
+    name: ClassVar[str] = "quadratic-potential-top"
+    state_fields: ClassVar[tuple] = (("M", ("row", "col")), ("P", ("row", "col")))
+
+    def __init__(self, J=(1.0, 2.0, 3.0)):
+        object.__setattr__(self, "J", jnp.asarray(_son.inertia(J)))
+
+    def __repr__(self) -> str:
+        return f"QuadraticPotentialTop(J={tuple(float(v) for v in np.asarray(self.J))})"
+
+    @property
+    def n(self) -> int:
+        return self.J.shape[-1]
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (self.n, self.n)
+
+    @property
+    def quadratic_invariants(self) -> tuple[str, ...]:
+        return ("H", "trP1", "trP2")
+
+    @staticmethod
+    def body_potential(A, g) -> np.ndarray:
+        """P = gᵀAg: the potential's matrix A (space frame) seen from the body frame g."""
+        A, g = np.asarray(A, dtype=float), np.asarray(g, dtype=float)
+        return np.swapaxes(g, -1, -2) @ A @ g
+
+    # -- structure ---------------------------------------------------------------------
+    def omega(self, M: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
+        return _son.omega(M, self.J)
+
+    def vector_field(self, x):
+        M, P = x
+        Omega = self.omega(M)
+        torque = _son.times_J(self.J, P, "right") - _son.times_J(self.J, P, "left")
+        return commutator(M, Omega) + torque, commutator(P, Omega)
+
+    def hamiltonian(self, x) -> Float[Array, ...]:
+        M, P = x
+        return _son.kinetic(M, self.J) - 0.5 * jnp.sum(
+            self.J * jnp.diagonal(P, axis1=-2, axis2=-1), axis=-1
+        )
+
+    def casimirs(self, x) -> dict[str, Float[Array, ...]]:
+        _, P = x
+        out, power = {}, P
+        for k in range(1, self.n + 1):
+            power = P if k == 1 else power @ P
+            out[f"trP{k}"] = jnp.trace(power, axis1=-2, axis2=-1)
+        return out
+
+    def lax_matrix(self, x, lam) -> Float[Array, "... n n"]:
+        """L(λ) = P + λM + λ²J²."""
+        M, P = x
+        return P + lam * M + lam**2 * jnp.diag(self.J**2)
+
+    def lax_integrals(self, x) -> Float[Array, "... m"]:
+        """Coefficients of λ^{2j} in tr L(λ)^k, k = 2..n, j = 1..k−1 (n(n−1)/2 integrals)."""
+        M, P = x
+        return _son.lax_integrals(M, P, self.J)
+
+    def invariants(self, x) -> dict[str, Float[Array, ...]]:
+        lax = self.lax_integrals(x)
+        names = _son.lax_integral_names(self.n, free=False)
+        return {
+            "H": self.hamiltonian(x),
+            **self.casimirs(x),
+            **{name: lax[..., i] for i, name in enumerate(names)},
+        }
+
+    # -- coordinates and Poisson tensor --------------------------------------------------
+    def coordinates(self, x) -> Float[Array, "... d"]:
+        """z = (M_jk, j<k; P_jk, j≤k), n² numbers."""
+        M, P = x
+        return jnp.concatenate([so_vee(M), sym_vee(P)], axis=-1)
+
+    def from_coordinates(self, z):
+        d = z.shape[-1] - sym_dim(self.n)
+        return so_hat(z[..., :d], self.n), sym_hat(z[..., d:], self.n)
+
+    def poisson_tensor(self, x) -> Float[Array, "... d d"]:
+        M, P = x
+        return _son.semidirect_tensor(_son.poisson_MM(M), _son.poisson_MP(P))
+
+    # -- metadata and validation --------------------------------------------------------
+    def parameters(self) -> dict:
+        return {"J": [float(v) for v in np.asarray(self.J)]}
+
+    def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
+        n = self.n
+        return _son.state_pair(
+            name,
+            x,
+            ("M", lambda nm, v: _son.matrix_state(nm, v, n, "skew")),
+            ("P", lambda nm, v: _son.matrix_state(nm, v, n, "symmetric")),
+        )
