@@ -14,9 +14,10 @@ Newton on SO(n) with the exact Jacobian (``jax.jacfwd``) and Cayley updates
 W ← W cay(δ), from W = cay(εΩ_k).  The correspondence is multi-valued; the branch taken is
 the one continuous with W → I as ε → 0.  It is characterized by the factorization
 L_k(λ) = U_k(λ)U_kᵀ(−λ), U_k(λ) = Q_kW_k − ελJ, of Theorem 4: the zeros of det U_k(λ)
-(the eigenvalues of (εJ)⁻¹Q_kW_k) are the n zeros of det L_k lying on the side
-sign(ε)·Re λ > 0.  A solve that lands elsewhere, or a step so large that zeros reach
-the imaginary axis, is a failed step (an error, never a wrong branch).
+(the eigenvalues of (εJ)⁻¹Q_kW_k, ≈ 1/(εJ_i) for small ε) are the n zeros of det L_k
+on the side sign(ε)·Re λ > 0, i.e. every eigenvalue of J⁻¹Q_kW_k has a positive real
+part.  A solve that lands elsewhere, or a step so large that zeros reach the imaginary
+axis, is a failed step (an error, never a wrong branch).
 
 The map is Poisson for the Lie-Poisson bracket, symmetric (stepping with −ε undoes a
 step), of order 2 with no time shift, and keeps exactly the spectrum of
@@ -32,7 +33,7 @@ from typing import ClassVar
 import jax.numpy as jnp
 
 from mechint.integrators.base import StepStatus, Traits, require
-from mechint.lie import cayley, so_dim, so_hat, so_vee
+from mechint.lie import cayley, orthonormalize, so_dim, so_hat, so_vee
 from mechint.solvers import Newton
 from mechint.solvers.linear import positive_stable
 from mechint.systems import _son
@@ -98,9 +99,10 @@ class DiscreteLagrangian:
             tangent=jnp.zeros(so_dim(n), dtype=M.dtype),
             tangent_map=lambda W, d: W @ so_hat(d, n),
         )
+        W = orthonormalize(W)  # remove the round-off the Cayley updates accumulated
         ok = st.converged
         if self.check_branch:
-            ok = ok & positive_stable(jnp.sign(h) * (Q @ W) / J[:, None])
+            ok = ok & positive_stable((Q @ W) / J[:, None])
         return W, StepStatus(ok, st.residual)
 
     def step_with_rotation(self, system, x, h):
