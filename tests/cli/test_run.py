@@ -158,3 +158,66 @@ def test_entry_point_and_argparse_errors_are_one_line():
         [sys.executable, "-m", "mechint", "--version"], capture_output=True, text=True, timeout=120
     )
     assert ok.returncode == 0 and mi.__version__ in ok.stdout
+
+
+def test_run_quadratic_potential_top_with_orientation(tmp_path):
+    out = tmp_path / "qpt.nc"
+    with pytest.raises(SystemExit) as info:
+        main(
+            [
+                "run",
+                "--system",
+                "quadratic-potential-top",
+                "--J",
+                "1,2,3",
+                "--M0",
+                "0,1,0;-1,0,0.5;0,-0.5,0",
+                "--A",
+                "1,0,0;0,2,0;0,0,-1",
+                "--orientation",
+                "identity",
+                "--integrator",
+                "discrete-lagrangian",
+                "--h",
+                "0.05",
+                "--steps",
+                "200",
+                "--save-every",
+                "20",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+    assert info.value.code == 0
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        g, P = ds["g"].values, ds["P"].values
+        A = np.diag([1.0, 2.0, -1.0])
+        assert np.max(np.abs(np.swapaxes(g, 1, 2) @ A @ g - P)) < 1e-13
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--system", "clebsch", "--M0", "0,1;-1,0", "--p0", "1,2"], "--J: required"),
+        (
+            ["--system", "clebsch", "--J", "1,2", "--M0", "0,1;1,0", "--p0", "1,2"],
+            "--M0: is not skew",
+        ),
+        (
+            ["--system", "quadratic-potential-top", "--J", "1,2", "--M0", "0,1;-1,0"],
+            "--P0: required",
+        ),
+        (
+            ["--system", "clebsch", "--J", "1,2", "--M0", "0,1;-1,0", "--p0", "1,2,3"],
+            "--p0: expected 2",
+        ),
+    ],
+)
+def test_rigid_body_input_errors_are_one_line(args, message, tmp_path, capsys):
+    common = ["--integrator", "discrete-lagrangian", "--h", "0.1", "--steps", "10"]
+    with pytest.raises(SystemExit) as info:
+        main(["run", *args, *common, "--out", str(tmp_path / "x.nc")])
+    rc = info.value.code
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and "Traceback" not in err and err.count("\n") == 1

@@ -69,8 +69,11 @@ def test_preserved_quantities_over_1e5_steps(integrator, reference):
         top, integrator, m0, 0.1 if integrator.name != "explicit-euler" else 0.001, 100_000, 100
     )
     kept = mi.diagnostics.preserved_errors(traj)
+    # Moser-Veselov's kept integrals drift by a fraction of an ulp a step (5e-17 measured):
+    # round-off that adds up, bounded here by one ulp a step
+    tol = 1e-12 if integrator.name != "discrete-lagrangian" else np.finfo(float).eps * 100_000
     for name, err in kept.items():
-        assert np.max(err) < 1e-12, (name, np.max(err))
+        assert np.max(err) < tol, (name, np.max(err))
     # and whatever is not declared kept is measurably not kept
     for name, err in mi.diagnostics.invariant_errors(top, traj).items():
         if name not in kept:
