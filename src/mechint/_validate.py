@@ -57,6 +57,17 @@ def positive_vector(name: str, value, length: int | None, *, min_length: int = 1
     return arr
 
 
+def positive_scalar(name: str, value) -> float:
+    """One finite number > 0."""
+    arr = real_array(name, value)
+    if arr.ndim != 0 and arr.shape != (1,):
+        raise InputError(name, f"expected one number, got shape {arr.shape}")
+    v = float(arr.reshape(()))
+    if v <= 0:
+        raise InputError(name, f"must be > 0, got {v:g}")
+    return v
+
+
 def step_size(value, name: str = "h", *, allow_negative: bool = True) -> float:
     """A finite, non-zero time step (strictly positive unless ``allow_negative``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real | np.ndarray | np.generic):

@@ -65,6 +65,22 @@ class EulerTop:
     def poisson_tensor(self, m: Float[Array, "... 3"]) -> Float[Array, "... 3 3"]:
         return hat(m)
 
+    def coordinates(self, m: Float[Array, "... 3"]) -> Float[Array, "... 3"]:
+        return m
+
+    def from_coordinates(self, z: Float[Array, "... 3"]) -> Float[Array, "... 3"]:
+        return z
+
+    def quadratic_form(self):
+        """(Q, B, c) of ṁ = Q(m, m): Q_1,23 = Q_1,32 = a1/2 and cyclically; B = 0, c = 0.
+        Kahan's generic quadratic-field step on these equals the closed-form step."""
+        a = self.coefficients
+        Q = jnp.zeros((3, 3, 3), dtype=a.dtype)
+        for i in range(3):
+            j, k = (i + 1) % 3, (i + 2) % 3
+            Q = Q.at[i, j, k].set(0.5 * a[i]).at[i, k, j].set(0.5 * a[i])
+        return Q, jnp.zeros((3, 3), dtype=a.dtype), jnp.zeros(3, dtype=a.dtype)
+
     # -- Kahan's modified integrals (MATH.md §2) ----------------------------------------
     def kahan_integrals(self, m: Float[Array, "... 3"], h) -> dict[str, Float[Array, ...]]:
         r"""The quantities Kahan's map with step h keeps exactly.

@@ -1,0 +1,76 @@
+r"""Composition methods (Yoshida, Suzuki, Kahan-Li; MATH.md §4).
+
+Ψ_h = Φ_{γ_s h} ∘ ... ∘ Φ_{γ_1 h} for a symmetric base map Φ and a symmetric scheme γ
+(``composition_schemes``, coefficients checked against the order conditions): order
+``scheme.order`` (or the base's, if higher), symmetric, and every structural trait of
+the base kept (symplectic, Poisson, explicit), since each property survives composition.
+Of the quantities the base keeps exactly, the composition keeps those that do not
+depend on the step size: the system's own invariants (a modified integral of the base,
+such as Kahan's K_k(h), changes with γ_i h and is not kept).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+from mechint.errors import InputError
+from mechint.integrators import composition_schemes
+from mechint.integrators.base import Traits
+from mechint.integrators.splitting import combine
+from mechint.integrators.stormer_verlet import StormerVerlet
+
+
+@dataclasses.dataclass(frozen=True)
+class Composition:
+    base: object = dataclasses.field(default_factory=StormerVerlet)
+    scheme: object = "yoshida4"
+
+    name: ClassVar[str] = "composition"
+
+    def __post_init__(self):
+        if not isinstance(self.scheme, composition_schemes.CompositionScheme):
+            object.__setattr__(self, "scheme", composition_schemes.get(self.scheme))
+        for attr in ("step", "traits", "check"):
+            if not hasattr(self.base, attr):
+                raise InputError(
+                    "base", f"{self.base!r} is not a mechint integrator (it lacks {attr!r})"
+                )
+        if not self.base.traits.symmetric:
+            raise InputError(
+                "base",
+                f"{type(self.base).__name__} is not symmetric, so the scheme's order "
+                "conditions do not hold for it",
+                "use a symmetric base: StormerVerlet(), ImplicitMidpoint(), Kahan(), "
+                "DiscreteLagrangian() or Splitting(scheme='strang')",
+            )
+
+    @property
+    def traits(self) -> Traits:
+        t = self.base.traits
+        return Traits(
+            order=max(t.order, self.scheme.order),
+            symmetric=True,
+            explicit=t.explicit,
+            symplectic=t.symplectic,
+            poisson=t.poisson,
+        )
+
+    @property
+    def failure(self) -> str:
+        return getattr(self.base, "failure", "a stage failed")
+
+    def check(self, system) -> None:
+        self.base.check(system)
+
+    def step(self, system, x, h):
+        statuses = []
+        for g in self.scheme.gamma:
+            x, status = self.base.step(system, x, g * h)
+            statuses.append(status)
+        return x, combine(statuses)
+
+    def preserved(self, system, x, h) -> dict:
+        kept = self.base.preserved(system, x, h)
+        own = system.invariants(x)
+        return {name: value for name, value in kept.items() if name in own}

@@ -1,0 +1,58 @@
+"""The Störmer-Verlet (leapfrog) method.
+
+For H = T(p) + V(q), explicit ("velocity Verlet", kick-drift-kick):
+    p_{k+½} = p_k − (h/2) ∇V(q_k),  q_{k+1} = q_k + h ∇T(p_{k+½}),
+    p_{k+1} = p_{k+½} − (h/2) ∇V(q_{k+1}).
+For a general H(q, p), the generalized leapfrog (Hairer, Lubich, Wanner, GNI (VI.3.4)):
+    p_{k+½} = p_k − (h/2) ∂H/∂q(q_k, p_{k+½})                      (implicit, Newton),
+    q_{k+1} = q_k + (h/2) (∂H/∂p(q_k, p_{k+½}) + ∂H/∂p(q_{k+1}, p_{k+½}))  (implicit),
+    p_{k+1} = p_{k+½} − (h/2) ∂H/∂q(q_{k+1}, p_{k+½}).
+Order 2, symmetric, symplectic; it is symplectic Euler B_{h/2} ∘ A_{h/2} and the Strang
+splitting of the V and T flows, and keeps momentum maps of the form qᵀDp exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import jax.numpy as jnp
+
+from mechint.integrators.base import StepStatus, Traits, ok_status, require
+from mechint.integrators.symplectic_euler import implicit_half, momentum_maps_kept
+from mechint.solvers import Newton
+from mechint.systems.canonical import Canonical, Separable
+
+
+@dataclasses.dataclass(frozen=True)
+class StormerVerlet:
+    solver: Newton = dataclasses.field(default_factory=Newton)
+
+    name: ClassVar[str] = "stormer-verlet"
+    traits: ClassVar[Traits] = Traits(order=2, symmetric=True, explicit=True, symplectic=True)
+    failure: ClassVar[str] = (
+        "the new state is not finite, or (non-separable H) Newton did not converge"
+    )
+
+    def check(self, system) -> None:
+        require(self, system, (Canonical,))
+
+    def step(self, system, x, h):
+        q, p = x
+        if isinstance(system, Separable):
+            p = p - (0.5 * h) * system.potential_gradient(q)
+            q = q + h * system.kinetic_gradient(p)
+            p = p - (0.5 * h) * system.potential_gradient(q)
+            return (q, p), ok_status((q, p))
+        Hq = lambda q, p: system.gradient(q, p)[0]  # noqa: E731
+        Hp = lambda q, p: system.gradient(q, p)[1]  # noqa: E731
+        half, s1 = implicit_half(self.solver, lambda z: p - (0.5 * h) * Hq(q, z), p)
+        v0 = Hp(q, half)
+        q1, s2 = implicit_half(
+            self.solver, lambda z: q + (0.5 * h) * (v0 + Hp(z, half)), q + h * v0
+        )
+        p1 = half - (0.5 * h) * Hq(q1, half)
+        return (q1, p1), StepStatus(s1.ok & s2.ok, jnp.maximum(s1.residual, s2.residual))
+
+    def preserved(self, system, x, h) -> dict:
+        return momentum_maps_kept(system, x)

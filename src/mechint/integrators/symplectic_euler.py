@@ -1,0 +1,76 @@
+"""Symplectic Euler (Marsden, Example 1) and its adjoint.
+
+Variant "A" (Marsden's Example 1), for H = T(p) + V(q) explicit:
+    q_{k+1} = q_k + h ∇T(p_k),   p_{k+1} = p_k − h ∇V(q_{k+1});
+for a general H(q, p) implicit in q_{k+1} (Newton, a field):
+    q_{k+1} = q_k + h ∂H/∂p(q_{k+1}, p_k),   p_{k+1} = p_k − h ∂H/∂q(q_{k+1}, p_k).
+Variant "B" is its adjoint (A_{−h}⁻¹):
+    p_{k+1} = p_k − h ∂H/∂q(q_k, p_{k+1}),   q_{k+1} = q_k + h ∂H/∂p(q_k, p_{k+1}).
+Order 1, symplectic, not symmetric; B_{h/2} ∘ A_{h/2} is Störmer-Verlet.  Both keep
+every momentum map of the form qᵀDp exactly (e.g. Kepler's angular momentum).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+from mechint.errors import InputError
+from mechint.integrators.base import StepStatus, Traits, ok_status, require
+from mechint.solvers import Newton
+from mechint.systems.canonical import Canonical, Separable
+
+
+def momentum_maps_kept(system, x) -> dict:
+    """The system's invariants of the form qᵀDp, kept by symplectic partitioned maps."""
+    names = getattr(system, "momentum_maps", ())
+    if not names:
+        return {}
+    values = system.invariants(x)
+    return {name: values[name] for name in names}
+
+
+def implicit_half(solver: Newton, equation, guess):
+    """Solve z = equation(z) by Newton from ``guess``; returns (z, StepStatus)."""
+    z, status = solver.solve(lambda z: z - equation(z), guess)
+    return z, StepStatus(status.converged, status.residual)
+
+
+@dataclasses.dataclass(frozen=True)
+class SymplecticEuler:
+    variant: str = "A"
+    solver: Newton = dataclasses.field(default_factory=Newton)
+
+    name: ClassVar[str] = "symplectic-euler"
+    traits: ClassVar[Traits] = Traits(order=1, symmetric=False, explicit=True, symplectic=True)
+    failure: ClassVar[str] = (
+        "the new state is not finite, or (non-separable H) Newton did not converge"
+    )
+
+    def __post_init__(self):
+        if self.variant not in ("A", "B"):
+            raise InputError("variant", f"must be 'A' or 'B', got {self.variant!r}")
+
+    def check(self, system) -> None:
+        require(self, system, (Canonical,))
+
+    def step(self, system, x, h):
+        q, p = x
+        if isinstance(system, Separable):
+            if self.variant == "A":
+                q = q + h * system.kinetic_gradient(p)
+                p = p - h * system.potential_gradient(q)
+            else:
+                p = p - h * system.potential_gradient(q)
+                q = q + h * system.kinetic_gradient(p)
+            return (q, p), ok_status((q, p))
+        Hq = lambda q, p: system.gradient(q, p)[0]  # noqa: E731
+        Hp = lambda q, p: system.gradient(q, p)[1]  # noqa: E731
+        if self.variant == "A":
+            q1, status = implicit_half(self.solver, lambda z: q + h * Hp(z, p), q + h * Hp(q, p))
+            return (q1, p - h * Hq(q1, p)), status
+        p1, status = implicit_half(self.solver, lambda z: p - h * Hq(q, z), p - h * Hq(q, p))
+        return (q + h * Hp(q, p1), p1), status
+
+    def preserved(self, system, x, h) -> dict:
+        return momentum_maps_kept(system, x)

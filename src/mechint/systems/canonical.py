@@ -1,0 +1,203 @@
+r"""Canonical Hamiltonian systems in (q, p) ∈ R^d × R^d (MATH.md §4, Marsden).
+
+q̇ = ∂H/∂p, ṗ = −∂H/∂q, i.e. ż = 𝕁∇H(z) with z = (q, p) and 𝕁 = [[0, I], [−I, 0]].
+A map F is symplectic iff DFᵀ 𝕁 DF = 𝕁.
+
+- ``Hamiltonian(H, dof)``: any H(q, p) (a jax-traceable function of one sample);
+- ``SeparableHamiltonian(T, V, dof)``: H = T(p) + V(q); its kinetic and potential flows
+  are exact and explicit (the pieces of symplectic Euler, Störmer-Verlet, splittings).
+
+Both share ``Canonical``: the vector field comes from ``jax.grad`` of H, every method
+works on one state or a batch (leading axes).  ``momentum_maps`` names invariants of the
+form qᵀDp (momentum maps of linear symmetries): every symplectic partitioned
+Runge-Kutta map (symplectic Euler, Störmer-Verlet, midpoint) keeps them exactly, and for
+separable H so does each of the T and V flows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from mechint._pytree import register_pytree
+from mechint._validate import count
+from mechint.errors import InputError
+from mechint.systems.base import validate_vector_state
+
+
+def _scalar_function(name: str, fn, nargs: int, dof: int) -> None:
+    """Check, by tracing once, that ``fn`` maps ``nargs`` arrays of shape (dof,) to a scalar."""
+    if not callable(fn):
+        raise InputError(name, f"must be a function, got {type(fn).__name__}")
+    probe = [jax.ShapeDtypeStruct((dof,), jnp.float64)] * nargs
+    try:
+        out = jax.eval_shape(fn, *probe)
+    except Exception as exc:  # any failure to trace is the user's function's fault
+        raise InputError(
+            name,
+            f"could not be evaluated on arrays of shape ({dof},): {type(exc).__name__}: {exc}",
+            "write it with jax.numpy so it can be traced, and check dof",
+        ) from None
+    if getattr(out, "shape", None) != ():
+        raise InputError(
+            name,
+            f"must return a scalar, returned shape {getattr(out, 'shape', type(out).__name__)}",
+            "sum over components, e.g. 0.5 * jnp.sum(p**2)",
+        )
+
+
+class Canonical:
+    """Shared machinery of canonical systems; a subclass defines ``dof`` and
+    ``energy(q, p)`` for one sample (shape (dof,) each)."""
+
+    state_fields: ClassVar[tuple] = (("q", ("dof",)), ("p", ("dof",)))
+    quadratic_invariants: ClassVar[tuple[str, ...]] = ()
+    momentum_maps: ClassVar[tuple[str, ...]] = ()
+    dof: int
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (self.dof,)
+
+    def _vectorize(self, fn, signature: str):
+        return jnp.vectorize(fn, signature=signature)
+
+    def hamiltonian(self, x) -> Float[Array, ...]:
+        q, p = x
+        return self._vectorize(self.energy, "(d),(d)->()")(q, p)
+
+    def vector_field(self, x):
+        q, p = x
+        dq, dp = self._vectorize(jax.grad(self.energy, argnums=(0, 1)), "(d),(d)->(d),(d)")(q, p)
+        return dp, -dq
+
+    def gradient(self, q, p):
+        """(∂H/∂q, ∂H/∂p) at one sample."""
+        return jax.grad(self.energy, argnums=(0, 1))(q, p)
+
+    def casimirs(self, x) -> dict:
+        return {}
+
+    def first_integrals(self, x) -> dict:
+        """Invariants besides H (none unless the model knows some)."""
+        return {}
+
+    def invariants(self, x) -> dict:
+        return {"H": self.hamiltonian(x), **self.first_integrals(x)}
+
+    def coordinates(self, x) -> Float[Array, "... 2d"]:
+        return jnp.concatenate(x, axis=-1)
+
+    def from_coordinates(self, z):
+        return z[..., : self.dof], z[..., self.dof :]
+
+    def poisson_tensor(self, x) -> Float[Array, "... 2d 2d"]:
+        """The canonical 𝕁 (the same at every state), broadcast over batch axes."""
+        d = self.dof
+        I, O = np.eye(d), np.zeros((d, d))
+        Jc = jnp.asarray(np.block([[O, I], [-I, O]]))
+        return jnp.broadcast_to(Jc, (*x[0].shape[:-1], 2 * d, 2 * d))
+
+    def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
+        if not isinstance(x, tuple | list) or len(x) != 2:
+            raise InputError(
+                name, f"expected a pair (q, p) of {self.dof}-vectors, got {type(x).__name__}"
+            )
+        q, bq = validate_vector_state(f"{name}[0] (q)", x[0], self.dof)
+        p, bp = validate_vector_state(f"{name}[1] (p)", x[1], self.dof)
+        if bq != bp or (bq and q.shape[0] != p.shape[0]):
+            raise InputError(
+                name,
+                f"q and p must both be single states or batches of one size, got shapes "
+                f"{q.shape} and {p.shape}",
+            )
+        return (q, p), bq
+
+
+class Separable(Canonical):
+    """H = T(p) + V(q); a subclass defines ``kinetic(p)`` and ``potential(q)`` (one sample)."""
+
+    def energy(self, q, p):
+        return self.kinetic(p) + self.potential(q)
+
+    def kinetic_gradient(self, p):
+        return jax.grad(self.kinetic)(p)
+
+    def potential_gradient(self, q):
+        return jax.grad(self.potential)(q)
+
+    def vector_field(self, x):
+        q, p = x
+        dT = self._vectorize(self.kinetic_gradient, "(d)->(d)")(p)
+        dV = self._vectorize(self.potential_gradient, "(d)->(d)")(q)
+        return dT, -dV
+
+
+@register_pytree(meta=("H", "dof"))
+@dataclasses.dataclass(frozen=True, eq=False, init=False)
+class Hamiltonian(Canonical):
+    """A canonical system with any Hamiltonian ``H(q, p)`` (jax-traceable, one sample,
+    q and p of shape (dof,), returning a scalar)."""
+
+    H: object
+    dof: int
+
+    name: ClassVar[str] = "hamiltonian"
+
+    def __init__(self, H, dof: int = 1):
+        dof = count("dof", dof)
+        _scalar_function("H", H, 2, dof)
+        object.__setattr__(self, "H", H)
+        object.__setattr__(self, "dof", dof)
+
+    def __repr__(self) -> str:
+        return f"Hamiltonian(H={getattr(self.H, '__name__', self.H)!s}, dof={self.dof})"
+
+    def energy(self, q, p):
+        return self.H(q, p)
+
+    def parameters(self) -> dict:
+        return {"H": getattr(self.H, "__name__", repr(self.H)), "dof": self.dof}
+
+
+@register_pytree(meta=("T", "V", "dof"))
+@dataclasses.dataclass(frozen=True, eq=False, init=False)
+class SeparableHamiltonian(Separable):
+    """H(q, p) = T(p) + V(q) from user functions ``T(p)`` and ``V(q)`` (jax-traceable,
+    one sample of shape (dof,), returning a scalar)."""
+
+    T: object
+    V: object
+    dof: int
+
+    name: ClassVar[str] = "separable-hamiltonian"
+
+    def __init__(self, T, V, dof: int = 1):
+        dof = count("dof", dof)
+        _scalar_function("T", T, 1, dof)
+        _scalar_function("V", V, 1, dof)
+        object.__setattr__(self, "T", T)
+        object.__setattr__(self, "V", V)
+        object.__setattr__(self, "dof", dof)
+
+    def __repr__(self) -> str:
+        names = [getattr(f, "__name__", repr(f)) for f in (self.T, self.V)]
+        return f"SeparableHamiltonian(T={names[0]}, V={names[1]}, dof={self.dof})"
+
+    def kinetic(self, p):
+        return self.T(p)
+
+    def potential(self, q):
+        return self.V(q)
+
+    def parameters(self) -> dict:
+        return {
+            "T": getattr(self.T, "__name__", repr(self.T)),
+            "V": getattr(self.V, "__name__", repr(self.V)),
+            "dof": self.dof,
+        }

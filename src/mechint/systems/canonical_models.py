@@ -1,0 +1,171 @@
+r"""Named canonical models: harmonic oscillator, pendulum, Kepler problem, Hénon-Heiles.
+
+All are separable, H = T(p) + V(q) with T = ½|p|², and immutable pytrees whose
+parameters are leaves (one compiled run serves every parameter value).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from mechint._pytree import register_pytree
+from mechint._validate import positive_scalar, positive_vector, real_array
+from mechint.errors import InputError
+from mechint.systems.canonical import Separable
+
+
+def _half_square(p):
+    return 0.5 * jnp.sum(p * p)
+
+
+@register_pytree(data=("omega",))
+@dataclasses.dataclass(frozen=True, eq=False, init=False)
+class HarmonicOscillator(Separable):
+    r"""H = Σ_i ½(p_i² + ω_i² q_i²): d uncoupled oscillators, d = len(omega).
+
+    Exact flow: a rotation by ω_i t in each (ω_i q_i, p_i) plane (``mechint.exact``).
+    H is quadratic, so implicit midpoint keeps it exactly.
+    """
+
+    omega: Float[Array, " d"]
+
+    name: ClassVar[str] = "harmonic-oscillator"
+    quadratic_invariants: ClassVar[tuple[str, ...]] = ("H",)
+
+    def __init__(self, omega=1.0):
+        w = np.atleast_1d(real_array("omega", omega))
+        object.__setattr__(self, "omega", jnp.asarray(positive_vector("omega", w, None)))
+
+    @property
+    def dof(self) -> int:
+        return int(self.omega.shape[0])
+
+    def __repr__(self) -> str:
+        return f"HarmonicOscillator(omega={tuple(float(w) for w in np.asarray(self.omega))})"
+
+    kinetic = staticmethod(_half_square)
+
+    def potential(self, q):
+        return 0.5 * jnp.sum((self.omega * q) ** 2)
+
+    def parameters(self) -> dict:
+        return {"omega": [float(w) for w in np.asarray(self.omega)]}
+
+
+@register_pytree(data=("omega",))
+@dataclasses.dataclass(frozen=True, eq=False, init=False)
+class Pendulum(Separable):
+    r"""The mathematical pendulum, H = ½p² + ω²(1 − cos q), ω² = g/l; q the angle."""
+
+    omega: Float[Array, ""]
+
+    name: ClassVar[str] = "pendulum"
+    dof: ClassVar[int] = 1
+
+    def __init__(self, omega=1.0):
+        object.__setattr__(self, "omega", jnp.asarray(positive_scalar("omega", omega)))
+
+    def __repr__(self) -> str:
+        return f"Pendulum(omega={float(self.omega):g})"
+
+    kinetic = staticmethod(_half_square)
+
+    def potential(self, q):
+        return self.omega**2 * jnp.sum(1.0 - jnp.cos(q))
+
+    def parameters(self) -> dict:
+        return {"omega": float(self.omega)}
+
+
+@register_pytree(data=("mu",))
+@dataclasses.dataclass(frozen=True, eq=False, init=False)
+class Kepler(Separable):
+    r"""The planar Kepler problem, H = ½|p|² − μ/|q|, q, p ∈ R².
+
+    First integrals: the angular momentum L = q1 p2 − q2 p1 (the momentum map of the
+    rotation group, quadratic of the form qᵀDp: kept exactly by symplectic Euler,
+    Störmer-Verlet, midpoint and their compositions) and the Laplace-Runge-Lenz vector
+    A = p × (L e3) − μ q/|q| = (p2 L − μ q1/|q|, −p1 L − μ q2/|q|).
+    """
+
+    mu: Float[Array, ""]
+
+    name: ClassVar[str] = "kepler"
+    dof: ClassVar[int] = 2
+    quadratic_invariants: ClassVar[tuple[str, ...]] = ("L",)
+    momentum_maps: ClassVar[tuple[str, ...]] = ("L",)
+
+    def __init__(self, mu=1.0):
+        object.__setattr__(self, "mu", jnp.asarray(positive_scalar("mu", mu)))
+
+    def __repr__(self) -> str:
+        return f"Kepler(mu={float(self.mu):g})"
+
+    kinetic = staticmethod(_half_square)
+
+    def potential(self, q):
+        return -self.mu / jnp.sqrt(jnp.sum(q * q))
+
+    def first_integrals(self, x) -> dict:
+        q, p = x
+        L = q[..., 0] * p[..., 1] - q[..., 1] * p[..., 0]
+        r = jnp.sqrt(jnp.sum(q * q, axis=-1))
+        return {
+            "L": L,
+            "A1": p[..., 1] * L - self.mu * q[..., 0] / r,
+            "A2": -p[..., 0] * L - self.mu * q[..., 1] / r,
+        }
+
+    def periapsis_state(self, e: float, a: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """(q, p) at periapsis of the orbit with eccentricity 0 <= e < 1 and semi-major axis
+        a, moving counter-clockwise: q = (a(1 − e), 0), p = (0, √(μ(1 + e)/(a(1 − e))))."""
+        e = float(real_array("e", e, ()))
+        if not 0.0 <= e < 1.0:
+            raise InputError("e", f"must be in [0, 1) for a bound orbit, got {e:g}")
+        a = positive_scalar("a", a)
+        mu = float(self.mu)
+        return np.array([a * (1 - e), 0.0]), np.array([0.0, np.sqrt(mu * (1 + e) / (a * (1 - e)))])
+
+    def validate_state(self, x, name: str = "x0"):
+        (q, p), batched = super().validate_state(x, name)
+        if np.any(np.sum(q * q, axis=-1) == 0.0):
+            raise InputError(f"{name}[0] (q)", "q = 0 is the singularity of the potential")
+        return (q, p), batched
+
+    def parameters(self) -> dict:
+        return {"mu": float(self.mu)}
+
+
+@register_pytree(data=("lam",))
+@dataclasses.dataclass(frozen=True, eq=False, init=False)
+class HenonHeiles(Separable):
+    r"""Hénon-Heiles: H = ½(p1² + p2²) + ½(q1² + q2²) + λ(q1² q2 − q2³/3).
+
+    Bounded motion for H < 1/(6λ²); chaotic near that escape energy (λ = 1: H ≈ 1/8
+    mixed, 1/6 the escape threshold).
+    """
+
+    lam: Float[Array, ""]
+
+    name: ClassVar[str] = "henon-heiles"
+    dof: ClassVar[int] = 2
+
+    def __init__(self, lam=1.0):
+        object.__setattr__(self, "lam", jnp.asarray(positive_scalar("lam", lam)))
+
+    def __repr__(self) -> str:
+        return f"HenonHeiles(lam={float(self.lam):g})"
+
+    kinetic = staticmethod(_half_square)
+
+    def potential(self, q):
+        q1, q2 = q[0], q[1]
+        return 0.5 * (q1 * q1 + q2 * q2) + self.lam * (q1 * q1 * q2 - q2**3 / 3.0)
+
+    def parameters(self) -> dict:
+        return {"lam": float(self.lam)}

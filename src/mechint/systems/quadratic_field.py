@@ -1,0 +1,216 @@
+r"""Quadratic vector fields ẋ = Q(x, x) + Bx + c, the domain of Kahan's method (MATH.md §2).
+
+Q is stored polarized: a 3-index array with Q[i, j, k] = Q[i, k, j], so that
+Q(x, y)_i = Σ_jk Q_ijk x_j y_k is the symmetric bilinear form with Q(x, x) the field's
+quadratic part.  ``quadratic_form()`` returns (Q, B, c): what ``Kahan`` needs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from mechint._pytree import register_pytree
+from mechint._validate import count, positive_vector, real_array
+from mechint.errors import InputError
+from mechint.systems.base import validate_vector_state
+
+
+def polarize(Q: np.ndarray) -> np.ndarray:
+    """The symmetric part Q_ijk ← (Q_ijk + Q_ikj)/2 (same quadratic form Q(x, x))."""
+    return 0.5 * (Q + np.swapaxes(Q, 1, 2))
+
+
+def _tensor_from_function(fn, n: int) -> np.ndarray:
+    """Q_ijk = ½ ∂²q_i/∂x_j∂x_k for a homogeneous quadratic function q, checked to be one."""
+    try:
+        H = np.asarray(jax.hessian(fn)(jnp.zeros(n)))
+    except Exception as exc:
+        raise InputError(
+            "Q",
+            f"could not differentiate the function on a vector of {n} numbers: "
+            f"{type(exc).__name__}: {exc}",
+            "write Q(x) with jax.numpy, returning an array of the state's length",
+        ) from None
+    if H.shape != (n, n, n):
+        raise InputError("Q", f"must map R^{n} to R^{n}, its Hessian has shape {H.shape}")
+    Q = 0.5 * H
+    rng = np.random.default_rng(0)
+    for x in rng.standard_normal((3, n)):
+        want = np.asarray(fn(jnp.asarray(x)))
+        got = np.einsum("ijk,j,k->i", Q, x, x)
+        if not np.allclose(got, want, rtol=1e-10, atol=1e-12 * (1 + np.abs(want).max())):
+            raise InputError(
+                "Q",
+                "is not a homogeneous quadratic function (Q(x) ≠ Q(x, x) at a test point)",
+                "put linear terms in B and constant terms in c",
+            )
+    return Q
+
+
+@register_pytree(data=("Q", "B", "c"))
+@dataclasses.dataclass(frozen=True, eq=False, init=False)
+class QuadraticField:
+    r"""ẋ = Q(x, x) + Bx + c in R^n.
+
+    ``Q`` is a 3-index array (n, n, n) with Q(x, x)_i = Σ_jk Q_ijk x_j x_k (any
+    asymmetry in j, k is removed by polarization), or a jax-traceable function
+    x ↦ Q(x, x) (then give ``dim`` unless B or c fixes n).  ``B`` (n, n) and ``c`` (n,)
+    default to zero.  A general quadratic field has no known invariants.
+    """
+
+    Q: Float[Array, "n n n"]
+    B: Float[Array, "n n"]
+    c: Float[Array, " n"]
+
+    name: ClassVar[str] = "quadratic-field"
+    state_fields: ClassVar[tuple] = (("x", ("component",)),)
+    quadratic_invariants: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, Q, B=None, c=None, *, dim: int | None = None):
+        n = None if dim is None else count("dim", dim)
+        if B is not None:
+            B = real_array("B", B)
+            n = B.shape[0] if n is None else n
+            if B.shape != (n, n):
+                raise InputError("B", f"expected an {n}x{n} matrix, got shape {B.shape}")
+        if c is not None:
+            c = real_array("c", c)
+            n = c.shape[0] if n is None and c.ndim == 1 else n
+            if c.shape != (n,):
+                raise InputError("c", f"expected {n} numbers, got shape {c.shape}")
+        if callable(Q):
+            if n is None:
+                raise InputError("dim", "is needed when Q is a function and B, c are not given")
+            Q = _tensor_from_function(Q, n)
+        else:
+            Q = real_array("Q", Q)
+            n = Q.shape[0] if n is None and Q.ndim == 3 else n
+            if Q.ndim != 3 or Q.shape != (n, n, n):
+                raise InputError(
+                    "Q", f"expected a 3-index array of shape ({n}, {n}, {n}), got {Q.shape}"
+                )
+        object.__setattr__(self, "Q", jnp.asarray(polarize(np.asarray(Q))))
+        object.__setattr__(self, "B", jnp.asarray(np.zeros((n, n)) if B is None else B))
+        object.__setattr__(self, "c", jnp.asarray(np.zeros(n) if c is None else c))
+
+    def __repr__(self) -> str:
+        return f"QuadraticField(n={self.dim})"
+
+    @property
+    def dim(self) -> int:
+        return int(self.Q.shape[0])
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (self.dim,)
+
+    def quadratic_form(self):
+        """(Q polarized, B, c)."""
+        return self.Q, self.B, self.c
+
+    def vector_field(self, x: Float[Array, "... n"]) -> Float[Array, "... n"]:
+        return field(self.Q, self.B, self.c, x)
+
+    def casimirs(self, x) -> dict:
+        return {}
+
+    def invariants(self, x) -> dict:
+        return {}
+
+    def parameters(self) -> dict:
+        return {
+            "Q": np.asarray(self.Q).tolist(),
+            "B": np.asarray(self.B).tolist(),
+            "c": np.asarray(self.c).tolist(),
+        }
+
+    def validate_state(self, x, name: str = "x0") -> tuple[np.ndarray, bool]:
+        return validate_vector_state(name, x, self.dim)
+
+
+def field(Q, B, c, x):
+    """Q(x, x) + Bx + c on one state or a batch."""
+    return jnp.einsum("ijk,...j,...k->...i", Q, x, x) + jnp.einsum("ij,...j->...i", B, x) + c
+
+
+@register_pytree(data=("a", "b", "c", "d"))
+@dataclasses.dataclass(frozen=True, eq=False, init=False)
+class LotkaVolterra:
+    r"""Lotka-Volterra predator-prey, ẋ = x(a − b y), ẏ = y(c x − d), with a, b, c, d > 0.
+
+    A quadratic field (Q(x, x) = (−b x y, c x y), B = diag(a, −d)).  Invariant
+    V = c x − d ln x + b y − a ln y, and (x, y)' = Π∇V with Π = [[0, −xy], [xy, 0]];
+    orbits are closed curves around (d/c, a/b) in the positive quadrant.
+    """
+
+    a: Float[Array, ""]
+    b: Float[Array, ""]
+    c: Float[Array, ""]
+    d: Float[Array, ""]
+
+    name: ClassVar[str] = "lotka-volterra"
+    state_fields: ClassVar[tuple] = (("x", ("species",)),)
+    state_shape: ClassVar[tuple[int, ...]] = (2,)
+    quadratic_invariants: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, a=1.0, b=1.0, c=1.0, d=1.0):
+        for k, v in zip("abcd", positive_vector("a, b, c, d", (a, b, c, d), 4), strict=True):
+            object.__setattr__(self, k, jnp.asarray(v))
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={float(getattr(self, k)):g}" for k in "abcd")
+        return f"LotkaVolterra({args})"
+
+    def quadratic_form(self):
+        z = jnp.zeros(())
+        Q = jnp.stack(
+            [
+                jnp.stack([jnp.stack([z, -self.b / 2]), jnp.stack([-self.b / 2, z])]),
+                jnp.stack([jnp.stack([z, self.c / 2]), jnp.stack([self.c / 2, z])]),
+            ]
+        )
+        B = jnp.stack([jnp.stack([self.a, z]), jnp.stack([z, -self.d])])
+        return Q, B, jnp.zeros(2)
+
+    def vector_field(self, x):
+        u, v = x[..., 0], x[..., 1]
+        return jnp.stack([u * (self.a - self.b * v), v * (self.c * u - self.d)], axis=-1)
+
+    def hamiltonian(self, x):
+        u, v = x[..., 0], x[..., 1]
+        return self.c * u - self.d * jnp.log(u) + self.b * v - self.a * jnp.log(v)
+
+    def casimirs(self, x) -> dict:
+        return {}
+
+    def invariants(self, x) -> dict:
+        return {"V": self.hamiltonian(x)}
+
+    def poisson_tensor(self, x):
+        w = x[..., 0] * x[..., 1]
+        z = jnp.zeros_like(w)
+        return jnp.stack([jnp.stack([z, -w], -1), jnp.stack([w, z], -1)], -2)
+
+    def coordinates(self, x):
+        return x
+
+    def from_coordinates(self, z):
+        return z
+
+    def equilibrium(self) -> np.ndarray:
+        return np.array([float(self.d / self.c), float(self.a / self.b)])
+
+    def parameters(self) -> dict:
+        return {k: float(getattr(self, k)) for k in "abcd"}
+
+    def validate_state(self, x, name: str = "x0") -> tuple[np.ndarray, bool]:
+        arr, batched = validate_vector_state(name, x, 2)
+        if np.any(arr <= 0):
+            raise InputError(name, "populations must be > 0 (the invariant has ln x, ln y)")
+        return arr, batched
