@@ -7,6 +7,11 @@ the base kept (symplectic, Poisson, explicit), since each property survives comp
 Of the quantities the base keeps exactly, the composition keeps those that do not
 depend on the step size: the system's own invariants (a modified integral of the base,
 such as Kahan's K_k(h), changes with γ_i h and is not kept).
+
+The stages run in a ``lax.scan`` over γ (one compiled copy of the base step).
+``unroll=True`` writes them out instead: measured slower to compile and to run on CPU
+(Kahan-Li 8 of the rigid-body Strang splitting: 17 s against 0.4 s to compile, 10.5 s
+against 0.21 s for 10⁵ steps; XLA's fusion recomputes shared subexpressions).
 """
 
 from __future__ import annotations
@@ -14,9 +19,12 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
+import jax
+import jax.numpy as jnp
+
 from mechint.errors import InputError
 from mechint.integrators import composition_schemes
-from mechint.integrators.base import Traits
+from mechint.integrators.base import StepStatus, Traits
 from mechint.integrators.splitting import combine
 from mechint.integrators.stormer_verlet import StormerVerlet
 
@@ -25,6 +33,7 @@ from mechint.integrators.stormer_verlet import StormerVerlet
 class Composition:
     base: object = dataclasses.field(default_factory=StormerVerlet)
     scheme: object = "yoshida4"
+    unroll: bool = False
 
     name: ClassVar[str] = "composition"
 
@@ -64,11 +73,22 @@ class Composition:
         self.base.check(system)
 
     def step(self, system, x, h):
-        statuses = []
-        for g in self.scheme.gamma:
+        if self.unroll:
+            statuses = []
+            for g in self.scheme.gamma:
+                x, status = self.base.step(system, x, g * h)
+                statuses.append(status)
+            return x, combine(statuses)
+
+        def stage(carry, g):
+            x, ok, res = carry
             x, status = self.base.step(system, x, g * h)
-            statuses.append(status)
-        return x, combine(statuses)
+            return (x, ok & status.ok, jnp.maximum(res, status.residual)), None
+
+        gamma = jnp.asarray(self.scheme.gamma)
+        init = (x, jnp.asarray(True), jnp.zeros((), dtype=gamma.dtype))
+        (x, ok, res), _ = jax.lax.scan(stage, init, gamma)
+        return x, StepStatus(ok, res)
 
     def preserved(self, system, x, h) -> dict:
         kept = self.base.preserved(system, x, h)
