@@ -221,3 +221,63 @@ def test_rigid_body_input_errors_are_one_line(args, message, tmp_path, capsys):
     rc = info.value.code
     err = capsys.readouterr().err
     assert rc == 2 and message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_run_kepler_composition_matches_the_library(tmp_path, capsys):
+    out = tmp_path / "kepler.nc"
+    argv = ["run", "--system", "kepler", "--eccentricity", "0.5", "--integrator", "composition"]
+    argv += ["--scheme", "kahan-li8", "--h", "0.05", "--steps", "400", "--save-every", "100"]
+    code, stdout, _ = _run([*argv, "--out", str(out)], capsys)
+    assert code == 0 and "max|ΔL|/|L|" in stdout
+    kepler = mi.systems.Kepler()
+    integrator = mi.integrators.Composition(mi.integrators.StormerVerlet(), "kahan-li8")
+    ref = mi.simulate(kepler, integrator, kepler.periapsis_state(0.5), 0.05, 400, 100)
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert np.array_equal(ds["q"].values, ref.x[0])
+        assert np.array_equal(ds["p"].values, ref.x[1])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "--system pendulum --omega 1.5 --q0 1 --p0 0 --integrator symplectic-euler --variant B",
+        "--system henon-heiles --q0 0.1,0.2 --p0 0.3,-0.2 --integrator splitting",
+        "--system harmonic-oscillator --omega 1,2 --q0 1,0 --p0 0,1 --integrator midpoint",
+        "--system lotka-volterra --abcd 1,0.5,0.8,1.2 --x0 2,1 --integrator kahan",
+        "--system euler-top --inertia 2,1,0.6667 --x0 0.45,0,0.89 --integrator "
+        "rigid-body-splitting --order 4",
+    ],
+    ids=["pendulum", "henon-heiles", "oscillator", "lotka-volterra", "rigid-body-splitting"],
+)
+def test_run_canonical_and_quadratic_systems(args, tmp_path, capsys):
+    argv = ["run", *args.split(), "--h", "0.05", "--steps", "100", "--out", str(tmp_path / "r.nc")]
+    code, stdout, stderr = _run(argv, capsys)
+    assert code == 0, stderr
+    assert "wrote" in stdout
+
+
+CANONICAL_BAD = [
+    ("--system kepler --eccentricity 1.2 --integrator stormer-verlet", "--eccentricity"),
+    ("--system kepler --q0 1,0 --integrator stormer-verlet", "--p0: required"),
+    ("--system kepler --q0 1,0 --p0 0,1,2 --integrator stormer-verlet", "--p0: expected 2"),
+    ("--system kepler --q0 0,0 --p0 0,1 --integrator stormer-verlet", "--q0"),
+    ("--system pendulum --mu 2 --q0 1 --p0 0 --integrator stormer-verlet", "--mu"),
+    ("--system pendulum --omega -1 --q0 1 --p0 0 --integrator stormer-verlet", "--omega"),
+    ("--system pendulum --q0 1 --p0 0 --integrator stormer-verlet --order 4", "--order"),
+    ("--system pendulum --q0 1 --p0 0 --integrator composition --scheme foo", "--scheme"),
+    ("--system pendulum --q0 1 --p0 0 --integrator composition --base rk4", "--base"),
+    ("--system pendulum --q0 1 --p0 0 --integrator symplectic-euler --variant C", "--variant"),
+    ("--system pendulum --q0 1 --p0 0 --integrator kahan", "not a quadratic field"),
+    ("--system lotka-volterra --abcd 1,2,3 --x0 2,1 --integrator kahan", "--abcd"),
+    ("--system lotka-volterra --x0 2,-1 --integrator kahan", "--x0"),
+]
+
+
+@pytest.mark.parametrize(("args", "needle"), CANONICAL_BAD, ids=[n for _, n in CANONICAL_BAD])
+def test_canonical_input_errors_are_one_line(args, needle, tmp_path, capsys):
+    out = tmp_path / "never.nc"
+    argv = ["run", *args.split(), "--h", "0.05", "--steps", "10", "--out", str(out)]
+    code, _, stderr = _run(argv, capsys)
+    assert code == 2
+    assert stderr.count("\n") == 1 and needle in stderr, stderr
+    assert not out.exists()

@@ -31,7 +31,10 @@ def trajectory_figure(traj, member: int = 0) -> Figure:
     for name, err in errs.items():
         ax_e.semilogy(traj.t, _log_positive(pick(err)), lw=1, label=name)
     ax_e.set(xlabel="t", ylabel="relative error", title="invariants")
-    ax_e.legend(loc="lower right", fontsize=8, ncols=2)
+    if errs:
+        ax_e.legend(loc="lower right", fontsize=8, ncols=2)
+    else:
+        ax_e.text(0.5, 0.5, "no known invariants", ha="center", transform=ax_e.transAxes)
     name = type(traj.integrator).__name__
     fig.suptitle(f"{traj.system!r} — {name}, h = {traj.h:g}, {traj.steps} steps")
     return fig
