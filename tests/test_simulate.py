@@ -155,7 +155,7 @@ def test_integrator_that_cannot_serve_system_says_so_before_any_step(m0):
         def invariants(self, x):
             return {}
 
-    with pytest.raises(mi.UnsupportedError, match="serves: EulerTop"):
+    with pytest.raises(mi.UnsupportedError, match=r"Kahan cannot advance NotATop.*EulerTop"):
         mi.simulate(NotATop(), mi.integrators.Kahan(), m0, 0.1, 10)
     with pytest.raises(mi.InputError, match="not a mechint integrator"):
         mi.simulate(mi.systems.EulerTop((1, 2, 3)), "kahan", m0, 0.1, 10)
