@@ -1,15 +1,35 @@
-"""Measurements of a run or a map: invariant errors, structural defects, power laws."""
+"""Measurements of a run or a map: invariant errors and drift, one-step structural
+defects and their scaling in h, observed order, power-law fits."""
 
+from mechint.diagnostics.defects import (
+    DefectScaling,
+    casimir_defects,
+    defect_exponent,
+    energy_defect,
+    momentum_defect,
+    reversibility_defect,
+)
 from mechint.diagnostics.fit import PowerLaw, fit_power_law
 from mechint.diagnostics.invariants import invariant_errors, preserved_errors
+from mechint.diagnostics.order import Drift, OrderFit, drift, observed_order
 from mechint.diagnostics.structure import jacobian, poisson_defect, symplectic_defect
 
 __all__ = [
+    "DefectScaling",
+    "Drift",
+    "OrderFit",
     "PowerLaw",
+    "casimir_defects",
+    "defect_exponent",
+    "drift",
+    "energy_defect",
     "fit_power_law",
     "invariant_errors",
     "jacobian",
+    "momentum_defect",
+    "observed_order",
     "poisson_defect",
     "preserved_errors",
+    "reversibility_defect",
     "symplectic_defect",
 ]

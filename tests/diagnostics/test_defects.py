@@ -1,0 +1,96 @@
+"""Diagnostics of any map: one-step defects, their exponents in h, order and drift."""
+
+import numpy as np
+import pytest
+
+import mechint as mi
+
+D = mi.diagnostics
+I = mi.integrators
+HS = 0.2 * 2.0 ** -np.arange(5)
+M0 = np.array([0.45, -0.3, 0.89])
+
+
+@pytest.mark.parametrize(
+    ("inertia", "verdict"),
+    [
+        ((3.0, 2.0, 1.0), "O(h^3)"),
+        ((2.0, 1.0, 2.0 / 3.0), "O(h^3)"),
+        ((2.0, 2.0, 1.0), "exact (round-off)"),
+        ((1.0, 3.0, 3.0), "exact (round-off)"),
+    ],
+)
+def test_kahans_theorem_poisson_iff_energy_preserving(inertia, verdict):
+    """Distinct moments: both defects O(h³); two equal moments: both at round-off."""
+    top = mi.systems.EulerTop(inertia)
+    poisson = D.defect_exponent(D.poisson_defect, top, I.Kahan(), M0, HS)
+    energy = D.defect_exponent(D.energy_defect, top, I.Kahan(), M0, HS)
+    assert poisson.verdict == verdict, poisson
+    assert energy.verdict == verdict, energy
+    if verdict != "exact (round-off)":
+        assert abs(poisson.exponent - 3) < 0.2 and abs(energy.exponent - 3) < 0.2
+        assert poisson.used.sum() == len(HS)
+
+
+def test_midpoint_keeps_H_and_C_but_is_not_poisson():
+    top = mi.systems.EulerTop((3.0, 2.0, 1.0))
+    mid = I.ImplicitMidpoint()
+    assert D.defect_exponent(D.energy_defect, top, mid, M0, HS).exact
+    casimir = D.defect_exponent(lambda *a: D.casimir_defects(*a)["C"], top, mid, M0, HS)
+    assert casimir.exact
+    poisson = D.defect_exponent(D.poisson_defect, top, mid, M0, HS)
+    assert not poisson.exact and poisson.exponent > 2.5, poisson
+
+
+def test_suris_map_is_poisson_and_a_broken_map_is_caught():
+    from tests.systems.rigid_cases import case
+
+    system, x = case("qpt", 4)
+    dl = I.DiscreteLagrangian()
+    assert D.poisson_defect(system, dl, x, 0.1) < 1e-12
+    assert D.reversibility_defect(system, dl, x, 0.1) < 1e-13
+
+    class SignFlipped(I.DiscreteLagrangian):
+        def step(self, system, x, h):
+            (M1, P1), st = super().step(system, x, h)
+            return (-M1, P1), st
+
+    assert D.poisson_defect(system, SignFlipped(), x, 0.1) > 1e-2
+
+
+def test_momentum_and_reversibility_on_kepler():
+    kepler = mi.systems.Kepler()
+    x = kepler.periapsis_state(0.5)
+    assert D.defect_exponent(
+        lambda *a: D.momentum_defect(*a)["L"], kepler, I.StormerVerlet(), x, HS
+    ).exact
+    rk4 = D.defect_exponent(lambda *a: D.momentum_defect(*a)["L"], kepler, I.RK4(), x, HS)
+    assert not rk4.exact and rk4.exponent > 4.5, rk4  # O(h⁵) or better, not round-off
+    assert D.reversibility_defect(kepler, I.StormerVerlet(), x, 0.1) < 1e-15
+    euler = D.defect_exponent(D.reversibility_defect, kepler, I.SymplecticEuler(), x, HS)
+    assert abs(euler.exponent - 2) < 0.3, euler
+    with pytest.raises(mi.UnsupportedError, match="momentum"):
+        D.momentum_defect(mi.systems.Pendulum(), I.StormerVerlet(), ([1.0], [0.0]), 0.1)
+
+
+def test_observed_order_reports_the_points_used():
+    top = mi.systems.EulerTop((2.0, 1.0, 2.0 / 3.0))
+    m0 = np.array([0.45, 0.0, 0.89])
+    hs = 4.0 / np.array([8, 10, 14, 20, 160, 320])
+    fit = D.observed_order(
+        top, I.RigidBodySplitting(8), m0, 4.0, hs, lambda T: mi.exact.euler_top(top, m0, T)
+    )
+    assert abs(fit.order - 8) < 0.3, fit
+    # the smallest steps reach the round-off floor and are left out of the fit
+    assert fit.used[0] and not fit.used[-1] and fit.used.sum() >= 3, fit
+    with pytest.raises(mi.InputError, match="whole number"):
+        D.observed_order(top, I.Kahan(), m0, 1.0, [0.3], np.zeros(3))
+
+
+def test_drift_separates_bounded_from_drifting():
+    kepler = mi.systems.Kepler()
+    x0 = kepler.periapsis_state(0.5)
+    sv = D.drift(kepler, mi.simulate(kepler, I.StormerVerlet(), x0, 0.02, 50_000, 100))
+    rk = D.drift(kepler, mi.simulate(kepler, I.RK4(), x0, 0.02, 50_000, 100))
+    assert sv["H"].bounded and not rk["H"].bounded
+    assert rk["H"].trend > 0.8 * rk["H"].band
