@@ -21,7 +21,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from mechint._version import __version__
-    from mechint.cli import demo, run
+    from mechint.cli import check, demo, run
 
     parser = _Parser(
         prog="mechint",
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mechint {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run.add_parser(sub)
+    check.add_parser(sub)
     demo.add_parser(sub)
     return parser
 

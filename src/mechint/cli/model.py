@@ -169,6 +169,46 @@ def initial_state(args, system):
     return x0, g0
 
 
+_STATE_OPTIONS = ("x0", "q0", "p0", "eccentricity", "M0", "P0", "A", "a")
+
+
+def one_state(args, system):
+    """The state the options give (one, not a batch), or ``example_state(system)``."""
+    if all(getattr(args, k, None) is None for k in _STATE_OPTIONS):
+        return example_state(system)
+    x0, _ = initial_state(args, system)
+    _, batched = system.validate_state(x0)
+    if batched:
+        raise InputError("--x0", "give one state here, not a batch")
+    return x0
+
+
+def example_state(system):
+    """A fixed, generic state of ``system`` (no symmetry, moderate size)."""
+    from mechint import exact, systems
+
+    if isinstance(system, systems.EulerTop):
+        return np.array([0.45, -0.3, 0.89])
+    if isinstance(system, systems.LotkaVolterra):
+        return system.equilibrium() * np.array([2.0, 0.5])
+    if isinstance(system, systems.Kepler):
+        q, p = exact.kepler(system, system.periapsis_state(0.5), 0.9)
+        return q, p
+    if hasattr(system, "dof"):
+        d = system.dof
+        return 0.3 * np.cos(np.arange(1, d + 1)), 0.2 * np.sin(np.arange(2, d + 2))
+    rng = np.random.default_rng(0)
+    n = system.n
+    A = 0.5 * rng.standard_normal((n, n))
+    M = A - A.T
+    if isinstance(system, systems.FreeRigidBody):
+        return M
+    if isinstance(system, systems.QuadraticPotentialTop):
+        B = 0.5 * rng.standard_normal((n, n))
+        return M, B + B.T
+    return M, rng.standard_normal(n)
+
+
 def _canonical_state(args, system):
     """(q0, p0) from --q0/--p0, or Kepler's periapsis state from --eccentricity."""
     if args.eccentricity is not None:

@@ -4,6 +4,7 @@ defects and their scaling in h, observed order, power-law fits."""
 from mechint.diagnostics.defects import (
     DefectScaling,
     casimir_defects,
+    classify,
     defect_exponent,
     energy_defect,
     momentum_defect,
@@ -12,6 +13,7 @@ from mechint.diagnostics.defects import (
 from mechint.diagnostics.fit import PowerLaw, fit_power_law
 from mechint.diagnostics.invariants import invariant_errors, preserved_errors
 from mechint.diagnostics.order import Drift, OrderFit, drift, observed_order
+from mechint.diagnostics.report import PropertyCheck, check
 from mechint.diagnostics.structure import jacobian, poisson_defect, symplectic_defect
 
 __all__ = [
@@ -19,7 +21,10 @@ __all__ = [
     "Drift",
     "OrderFit",
     "PowerLaw",
+    "PropertyCheck",
     "casimir_defects",
+    "check",
+    "classify",
     "defect_exponent",
     "drift",
     "energy_defect",

@@ -87,29 +87,37 @@ class DefectScaling:
     h: np.ndarray
     defect: np.ndarray
     floor: float
-    exponent: float | None  # None when every value is at the round-off floor
+    exponent: float | None  # None when fewer than 3 values lie above the floor
     constant: float | None
-    used: np.ndarray
+    used: np.ndarray  # the values above the floor
 
     @property
     def exact(self) -> bool:
-        return self.exponent is None
+        """Every value at the round-off floor."""
+        return not np.any(self.used)
 
     @property
     def verdict(self) -> str:
-        if self.exponent is None:
+        if self.exact:
             return "exact (round-off)"
+        if self.exponent is None:
+            return "unresolved"
         return f"O(h^{round(self.exponent)})"
 
 
-def defect_exponent(defect, system, integrator, x, hs, *, floor: float = 1e-13) -> DefectScaling:
-    """Evaluate ``defect(system, integrator, x, h)`` (a float) for each h in ``hs`` and fit
-    its power of h over the values above ``floor``.  Exact when all are at the floor;
-    otherwise at least 3 values must lie above it (use larger h if not)."""
-    hs = np.asarray(hs, dtype=float)
-    values = np.array([defect(system, integrator, x, float(h)) for h in hs])
+def classify(hs, values, floor: float) -> DefectScaling:
+    """Fit values ≈ C h^p over those above ``floor`` (at least 3 needed for a fit; with
+    1 or 2 the verdict is "unresolved": use larger h)."""
+    hs, values = np.asarray(hs, dtype=float), np.asarray(values, dtype=float)
     above = values > floor
-    if not np.any(above):
+    if above.sum() < 3:
         return DefectScaling(hs, values, floor, None, None, above)
     fit = fit_power_law(hs, values, floor=floor)
     return DefectScaling(hs, values, floor, fit.exponent, fit.constant, fit.used)
+
+
+def defect_exponent(defect, system, integrator, x, hs, *, floor: float = 1e-13) -> DefectScaling:
+    """Evaluate ``defect(system, integrator, x, h)`` (a float) for each h in ``hs`` and
+    class it (``classify``): exact when every value is at ``floor``, else O(h^p)."""
+    values = [defect(system, integrator, x, float(h)) for h in np.asarray(hs, dtype=float)]
+    return classify(hs, values, floor)

@@ -1,0 +1,66 @@
+"""``mechint check``: the table and JSON of measured properties, with the papers' verdicts."""
+
+import json
+
+import pytest
+
+from mechint.cli.main import main
+
+
+def _check(args, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["check", *args.split()])
+    out = capsys.readouterr()
+    return info.value.code, out.out, out.err
+
+
+def _verdicts(args, capsys):
+    code, out, err = _check(args + " --json", capsys)
+    assert code == 0, err
+    return {p["property"]: p for p in json.loads(out)["properties"]}
+
+
+def test_kahan_distinct_moments_both_defects_cubic(capsys):
+    v = _verdicts("--system euler-top --inertia 3,2,1 --integrator kahan", capsys)
+    assert v["Poisson"]["verdict"] == v["energy H"]["verdict"] == "O(h^3)"
+    assert abs(v["Poisson"]["exponent"] - 3) < 0.1 and abs(v["energy H"]["exponent"] - 3) < 0.1
+    assert all(v[k]["verdict"] == "exact (round-off)" for k in ("kept K1", "reversibility"))
+
+
+def test_kahan_two_equal_moments_both_exact(capsys):
+    v = _verdicts("--system euler-top --inertia 2,2,1 --integrator kahan", capsys)
+    assert v["Poisson"]["verdict"] == v["energy H"]["verdict"] == "exact (round-off)"
+
+
+def test_midpoint_keeps_H_and_C_but_is_not_poisson(capsys):
+    v = _verdicts("--system euler-top --inertia 3,2,1 --integrator midpoint", capsys)
+    assert v["energy H"]["verdict"] == v["Casimir C"]["verdict"] == "exact (round-off)"
+    assert v["Poisson"]["verdict"] == "O(h^3)"
+
+
+def test_suris_map_poisson_and_the_table(capsys):
+    args = "--system quadratic-potential-top --J 1,2,3 --integrator discrete-lagrangian"
+    v = _verdicts(args, capsys)
+    assert v["Poisson"]["verdict"] == "exact (round-off)" and v["Poisson"]["defect"] < 1e-12
+    assert v["kept H~"]["verdict"] == "exact (round-off)"
+    code, out, _ = _check("--system kepler --integrator stormer-verlet --h 0.05", capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[1].split()[:2] == ["property", "defect"]
+    assert any(line.startswith("momentum L") and "exact" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ("--system pendulum --integrator rk4 --order 3", "--order"),
+        ("--system euler-top --inertia 3,2,1 --integrator kahan --h -1", "--h"),
+        ("--system euler-top --inertia 3,2,1 --x0 1,2;3,4,5 --integrator kahan", "--x0"),
+        ("--system euler-top --inertia 3,2,1 --x0 1,2,3;3,4,5 --integrator kahan", "batch"),
+        ("--system euler-top --integrator kahan", "--inertia"),
+        ("--system pendulum --integrator kahan", "quadratic field"),
+    ],
+)
+def test_bad_input_is_one_line(args, needle, capsys):
+    code, _, err = _check(args, capsys)
+    assert code == 2 and err.count("\n") == 1 and needle in err, err
