@@ -21,7 +21,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from mechint._version import __version__
-    from mechint.cli import check, demo, run
+    from mechint.cli import check, compare, demo, run
 
     parser = _Parser(
         prog="mechint",
@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run.add_parser(sub)
     check.add_parser(sub)
+    compare.add_parser(sub)
     demo.add_parser(sub)
     return parser
 

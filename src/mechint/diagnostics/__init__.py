@@ -1,6 +1,7 @@
 """Measurements of a run or a map: invariant errors and drift, one-step structural
 defects and their scaling in h, observed order, power-law fits."""
 
+from mechint.diagnostics.comparison import Comparison, compare
 from mechint.diagnostics.defects import (
     DefectScaling,
     casimir_defects,
@@ -17,6 +18,7 @@ from mechint.diagnostics.report import PropertyCheck, check
 from mechint.diagnostics.structure import jacobian, poisson_defect, symplectic_defect
 
 __all__ = [
+    "Comparison",
     "DefectScaling",
     "Drift",
     "OrderFit",
@@ -25,6 +27,7 @@ __all__ = [
     "casimir_defects",
     "check",
     "classify",
+    "compare",
     "defect_exponent",
     "drift",
     "energy_defect",

@@ -71,6 +71,12 @@ def momentum_sphere_figure(curves, points=None, title: str = "") -> Figure:
 def invariant_error_figure(t, errors: dict[str, dict[str, np.ndarray]], title: str = "") -> Figure:
     """One panel per quantity; ``errors[method][quantity]`` is an error series over ``t``."""
     quantities = list(dict.fromkeys(q for e in errors.values() for q in e))
+    if not quantities:
+        fig = Figure(figsize=(4.2, 3.8), layout="constrained")
+        ax = fig.subplots()
+        ax.text(0.5, 0.5, "no known invariants", ha="center", transform=ax.transAxes)
+        fig.suptitle(title)
+        return fig
     fig = Figure(figsize=(4.2 * len(quantities), 3.8), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(quantities), sharey=True))
     for ax, q in zip(axes, quantities, strict=True):
