@@ -4,14 +4,11 @@ import json
 
 import pytest
 
-from mechint.cli.main import main
+from tests.cli.helpers import invoke
 
 
 def _check(args, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(["check", *args.split()])
-    out = capsys.readouterr()
-    return info.value.code, out.out, out.err
+    return invoke(["check", *args.split()], capsys)
 
 
 def _verdicts(args, capsys):

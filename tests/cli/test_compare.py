@@ -7,14 +7,11 @@ import numpy as np
 import pytest
 
 import mechint as mi
-from mechint.cli.main import main
+from tests.cli.helpers import invoke
 
 
 def _compare(args, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(["compare", *args.split()])
-    out = capsys.readouterr()
-    return info.value.code, out.out, out.err
+    return invoke(["compare", *args.split()], capsys)
 
 
 def test_compare_euler_top_table_and_figure(tmp_path, capsys):

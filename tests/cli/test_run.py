@@ -8,6 +8,7 @@ import xarray as xr
 import mechint as mi
 from mechint.cli.main import main
 from mechint.io import read_csv
+from tests.cli.helpers import invoke
 
 BASE = [
     "run",
@@ -29,10 +30,7 @@ BASE = [
 
 
 def _run(argv, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    out = capsys.readouterr()
-    return info.value.code, out.out, out.err
+    return invoke(argv, capsys)
 
 
 def test_run_writes_netcdf_matching_the_library(tmp_path, capsys):
