@@ -1,7 +1,7 @@
 """Measurements of a run or a map: invariant errors and drift, one-step structural
 defects and their scaling in h, observed order, power-law fits."""
 
-from mechint.diagnostics.comparison import Comparison, compare
+from mechint.diagnostics.comparison import Comparison, compare, reference_state
 from mechint.diagnostics.defects import (
     DefectScaling,
     casimir_defects,
@@ -38,6 +38,7 @@ __all__ = [
     "observed_order",
     "poisson_defect",
     "preserved_errors",
+    "reference_state",
     "reversibility_defect",
     "symplectic_defect",
 ]
