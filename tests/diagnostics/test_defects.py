@@ -125,6 +125,6 @@ def test_a_user_written_map_on_a_user_system_is_measured():
     rows = {r.name: r for r in D.check(quartic, ExplicitMidpoint(), x, 0.2)}
     assert rows["symplectic"].verdict == "O(h^3)", rows["symplectic"]
     assert rows["energy H"].verdict == "O(h^3)", rows["energy H"]
-    assert not rows["reversibility"].exact  # O(h⁴) measured: the h³ terms cancel for RK2
+    assert not rows["reversibility"].scaling.exact  # O(h⁴) measured: the h³ terms cancel for RK2
     verlet = {r.name: r for r in D.check(quartic, I.StormerVerlet(), x, 0.2)}
     assert verlet["symplectic"].verdict == verlet["reversibility"].verdict == "exact (round-off)"
