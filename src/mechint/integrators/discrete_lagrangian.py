@@ -150,7 +150,5 @@ class DiscreteLagrangian:
             "H~": _son.kinetic(M, J) - 0.5 * jnp.sum(J * jnp.diagonal(Pt, axis1=-2, axis2=-1), -1)
         }
         out.update(system.casimirs(x))
-        lax = _son.lax_integrals(M, Pt, J)
-        names = _son.lax_integral_names(M.shape[-1], free=False)
-        out.update({f"{name}~": lax[..., i] for i, name in enumerate(names)})
+        out.update(_son.named_lax_integrals(M, Pt, J, suffix="~"))
         return out

@@ -89,6 +89,15 @@ def lax_integral_names(n: int, free: bool) -> list[str]:
     return [f"L{k}_{d}" for k, d in lax_integral_index(n, free)]
 
 
+def named_lax_integrals(M, P, J, free: bool = False, suffix: str = "") -> dict:
+    """``lax_integrals`` as a dict {"L{k}_{d}" + suffix: value} (empty when there are none)."""
+    names = lax_integral_names(M.shape[-1], free)
+    if not names:
+        return {}
+    lax = lax_integrals(M, P, J, free)
+    return {name + suffix: lax[..., i] for i, name in enumerate(names)}
+
+
 # -- Poisson tensors in coordinates (MATH.md §3) -----------------------------------------
 def _delta(a, b):
     return (a == b).astype(np.float64)

@@ -105,12 +105,10 @@ class ClebschTop:
         return _son.lax_integrals(x[0], self.potential_matrix(x), self.J)
 
     def invariants(self, x) -> dict[str, Float[Array, ...]]:
-        lax = self.lax_integrals(x)
-        names = _son.lax_integral_names(self.n, free=False)
         return {
             "H": self.hamiltonian(x),
             **self.casimirs(x),
-            **{name: lax[..., i] for i, name in enumerate(names)},
+            **_son.named_lax_integrals(x[0], self.potential_matrix(x), self.J),
         }
 
     # -- coordinates and Poisson tensor --------------------------------------------------

@@ -87,12 +87,11 @@ class FreeRigidBody:
         return _son.lax_integrals(M, None, self.J, free=True)
 
     def invariants(self, M) -> dict[str, Float[Array, ...]]:
-        out = {"H": self.hamiltonian(M), **self.casimirs(M)}
-        names = _son.lax_integral_names(self.n, free=True)
-        if names:
-            lax = self.lax_integrals(M)
-            out.update({name: lax[..., i] for i, name in enumerate(names)})
-        return out
+        return {
+            "H": self.hamiltonian(M),
+            **self.casimirs(M),
+            **_son.named_lax_integrals(M, None, self.J, free=True),
+        }
 
     # -- coordinates and Poisson tensor --------------------------------------------------
     def coordinates(self, M) -> Float[Array, "... d"]:

@@ -91,12 +91,10 @@ class QuadraticPotentialTop:
         return _son.lax_integrals(M, P, self.J)
 
     def invariants(self, x) -> dict[str, Float[Array, ...]]:
-        lax = self.lax_integrals(x)
-        names = _son.lax_integral_names(self.n, free=False)
         return {
             "H": self.hamiltonian(x),
             **self.casimirs(x),
-            **{name: lax[..., i] for i, name in enumerate(names)},
+            **_son.named_lax_integrals(x[0], x[1], self.J),
         }
 
     # -- coordinates and Poisson tensor --------------------------------------------------
