@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 from pathlib import Path
 
 import jax
@@ -42,6 +43,8 @@ def metadata(traj) -> dict:
         "integrator_order": int(integ.traits.order),
         "h": float(traj.h),
         "steps": int(traj.steps),
+        "steps_requested": int(traj.stats.get("steps_requested", traj.steps)),
+        "complete": int(traj.steps >= traj.stats.get("steps_requested", traj.steps)),
         "save_every": int(traj.save_every),
         "mechint_version": __version__,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -100,6 +103,43 @@ def check_writable(path, parameter: str = "out", formats=FORMATS) -> Path:
     except OSError as exc:
         raise InputError(parameter, f"cannot write {str(p)!r}: {exc.strerror}") from None
     return p
+
+
+def write_atomic(traj, path) -> None:
+    """Write to a temporary file beside ``path``, then rename it over ``path``: a reader
+    (or a process killed at any moment) sees the old file or the new one, never a torn
+    one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.part{path.suffix}")
+    write(traj, tmp)
+    os.replace(tmp, path)
+
+
+def read_checkpoint(path, system, integrator):
+    """The trajectory saved in the NetCDF file ``path`` (by ``mechint run``), rebuilt for
+    ``system`` and ``integrator``, and the file's attributes."""
+    import xarray as xr
+
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        ds = ds.load()
+    leaves = [np.asarray(ds[name].values) for name, _dims in system.state_fields]
+    x = leaves[0] if len(leaves) == 1 else tuple(leaves)
+    g = np.asarray(ds["g"].values) if "g" in ds else None
+    attrs = {k: v.item() if isinstance(v, np.generic) else v for k, v in ds.attrs.items()}
+    from mechint.trajectory import Trajectory
+
+    traj = Trajectory(
+        system=system,
+        integrator=integrator,
+        h=float(attrs["h"]),
+        t=np.asarray(ds["time"].values),
+        x=x,
+        steps=int(attrs["steps"]),
+        save_every=int(attrs["save_every"]),
+        stats={"steps_requested": int(attrs.get("steps_requested", attrs["steps"]))},
+        orientation=g,
+    )
+    return traj, attrs
 
 
 def write_netcdf(traj, path) -> None:

@@ -159,9 +159,9 @@ def _advance(system, integrator, x, h, k0, *, n_saves, save_every, batched):
     return jax.lax.scan(one_save, init, None, length=n_saves)
 
 
-def _plan(n_saves: int, save_every: int, batch: int) -> int:
+def _plan(n_saves: int, save_every: int, batch: int, chunk: int = _CHUNK_BODY_STEPS) -> int:
     """Saves per chunk: a divisor of n_saves near the budget when one exists (one compile)."""
-    cap = max(1, _CHUNK_BODY_STEPS // (save_every * batch))
+    cap = max(1, chunk // (save_every * batch))
     if cap >= n_saves:
         return n_saves
     best = max(d for d in _validate._divisors(n_saves) if d <= cap)
@@ -179,6 +179,8 @@ def simulate(
     t0: float = 0.0,
     progress: bool = False,
     orientation=None,
+    on_chunk=None,
+    chunk_steps: int | None = None,
 ) -> Trajectory:
     """Advance ``x0`` by ``steps`` steps of size ``h``, saving every ``save_every``-th state.
 
@@ -201,6 +203,12 @@ def simulate(
         then also carries g_{k+1} = g_k W_k (integrators with ``step_with_rotation``,
         i.e. ``DiscreteLagrangian``), saved as ``Trajectory.orientation``.  With
         P_0 = g0ᵀ A g0 the saved states keep P_k = g_kᵀ A g_k.
+    on_chunk
+        Called after every chunk of steps with a function that builds the Trajectory of
+        everything saved so far (``mechint run`` writes its checkpoints from it).
+    chunk_steps
+        Body-steps (steps × batch size) per chunk, rounded to whole save intervals
+        (default 2^22): each chunk is one compiled call, and the unit of ``on_chunk``.
 
     Returns
     -------
@@ -230,7 +238,9 @@ def simulate(
         g0 = _orientation(system, integrator, orientation, batched, batch)
         x0_np, integrator = (x0_np, g0), _Oriented(integrator)
     run = _Run(system, integrator, h, t0, steps, save_every, batched, oriented)
-    per_chunk = _plan(n_saves, save_every, batch)
+    per_chunk = _plan(
+        n_saves, save_every, batch, _validate.count("chunk_steps", chunk_steps or _CHUNK_BODY_STEPS)
+    )
 
     x = jax.tree.map(jnp.asarray, x0_np)
     k = jnp.asarray(0, dtype=jnp.int64)
@@ -251,6 +261,8 @@ def simulate(
             samples.append(saved)
             done += n
             bar.update(n * save_every)
+            if on_chunk is not None:
+                on_chunk(lambda: _trajectory(run, samples))
     finally:
         bar.close()
     wall = time.perf_counter() - start

@@ -62,3 +62,13 @@ def whole(option: str, text: str, minimum: int = 1) -> int:
     except ValueError:
         raise InputError(option, f"expected a whole number, got {text!r}") from None
     return count(option, value, minimum)
+
+
+def nonnegative_float(option: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(option, f"expected a number, got {text!r}") from None
+    if not value >= 0.0 or value == float("inf"):
+        raise InputError(option, f"must be a finite number >= 0, got {text!r}")
+    return value
