@@ -32,7 +32,7 @@ def handle(args: argparse.Namespace) -> int:
     system = model.build_system(args)
     integrator = model.build_integrator(args, system)
     h = parsing.positive_float("--h", args.h)
-    integrator.check(system)
+    model.check_serves(integrator, system)
     x = model.one_state(args, system)
     rows = check(system, integrator, x, h)
     if args.json:

@@ -39,7 +39,7 @@ def handle(args: argparse.Namespace) -> int:
     system = model.build_system(args)
     integrators = [model.build_integrator(args, system, name) for name in names]
     for integrator in integrators:
-        integrator.check(system)
+        model.check_serves(integrator, system, "--integrators")
     x0 = model.one_state(args, system)
     h = parsing.positive_float("--h", args.h)
     T = parsing.positive_float("--T", args.T)

@@ -299,6 +299,11 @@ def _relabel_state(system, x):
         raise InputError(option, exc.problem, exc.fix) from None
 
 
+def check_serves(integrator, system, option: str = "--integrator") -> None:
+    """``integrator.check(system)``, its error naming the command-line option."""
+    relabel(option, integrator.check, system)
+
+
 def relabel(option, fn, *a):
     try:
         return fn(*a)

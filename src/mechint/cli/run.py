@@ -66,7 +66,7 @@ def prepare(args: argparse.Namespace):
     save_every = model.relabel(
         "--save-every", _validate.save_every, steps, parsing.whole("--save-every", args.save_every)
     )
-    integrator.check(system)
+    model.check_serves(integrator, system)
     if g0 is not None:
         from mechint.simulate import _orientation
 

@@ -28,6 +28,7 @@ from mechint.systems.canonical import Canonical, Separable
 class StormerVerlet:
     solver: Newton = dataclasses.field(default_factory=Newton)
 
+    # explicit for separable H (their use); a general H(q, p) takes Newton solves
     name: ClassVar[str] = "stormer-verlet"
     traits: ClassVar[Traits] = Traits(order=2, symmetric=True, explicit=True, symplectic=True)
     failure: ClassVar[str] = (

@@ -41,6 +41,7 @@ class SymplecticEuler:
     variant: str = "A"
     solver: Newton = dataclasses.field(default_factory=Newton)
 
+    # explicit for separable H (their use); a general H(q, p) takes Newton solves
     name: ClassVar[str] = "symplectic-euler"
     traits: ClassVar[Traits] = Traits(order=1, symmetric=False, explicit=True, symplectic=True)
     failure: ClassVar[str] = (
