@@ -11,6 +11,7 @@ from mechint import diagnostics, exact, integrators, lie, solvers, systems  # no
 from mechint._version import __version__  # noqa: E402
 from mechint.errors import InputError, StepFailure, UnsupportedError  # noqa: E402
 from mechint.simulate import simulate  # noqa: E402
+from mechint.sweeps import sweep  # noqa: E402
 from mechint.trajectory import Trajectory  # noqa: E402
 
 __all__ = [
@@ -25,5 +26,6 @@ __all__ = [
     "lie",
     "simulate",
     "solvers",
+    "sweep",
     "systems",
 ]

@@ -21,7 +21,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from mechint._version import __version__
-    from mechint.cli import check, compare, demo, run
+    from mechint.cli import check, compare, demo, run, sweep
 
     parser = _Parser(
         prog="mechint",
@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parser(sub)
     check.add_parser(sub)
     compare.add_parser(sub)
+    sweep.add_parser(sub)
     demo.add_parser(sub)
     return parser
 

@@ -1,0 +1,317 @@
+"""Parameter sweeps: a grid of systems × integrators × step sizes × initial conditions,
+run in vmapped batches (in this process, or on a Dask cluster), returned as one
+``xarray.Dataset`` with a dimension per swept parameter.
+
+An experiment (a TOML file, or the same as a dict)::
+
+    steps = 1000
+    save_every = 100
+    h = [0.01, 0.02]
+    integrators = ["kahan", "midpoint"]
+
+    [system]
+    name = "euler-top"
+    [system.grid]                    # each key: a list of values, one dimension each
+    inertia = [[2, 1, 0.6667], [3, 2, 1]]
+
+    [initial]                        # explicit states, one list per state field ...
+    m = [[0.45, 0, 0.89], [0.89, 0.1, 0.45]]
+    # ... or a seeded random sample on a Casimir level set:
+    # [initial.random]
+    # count = 1000
+    # seed = 0
+    # C = 0.5                        # euler-top: uniform on the sphere |m|²/2 = C
+
+For the rigid bodies on so(n) the random sample is Q·x·Qᵀ (and Qp) for Haar-random
+Q ∈ SO(n) around the one explicit state given: every Casimir is the same.
+
+Each (grid point, integrator, h, batch of at most ``max_batch`` states) is one task,
+a pure function of plain data: run in a loop here, or mapped over a Dask cluster
+(``scheduler="tcp://..."`` or ``cluster="local:N"``), with identical results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import tomllib
+from pathlib import Path
+
+import numpy as np
+
+from mechint.errors import InputError, StepFailure
+
+_TOP_KEYS = {"steps", "save_every", "h", "integrators", "system", "initial", "max_batch"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    system: str
+    fixed: dict
+    grid: dict
+    integrators: tuple
+    h: tuple
+    steps: int
+    save_every: int
+    initial: object  # a tuple of arrays (one per state field, leading sample axis)
+    max_batch: int = 100_000
+
+
+def load(source) -> Experiment:
+    """An ``Experiment`` from a TOML path or a dict; every error names the key."""
+    from mechint import _validate, integrators, systems
+
+    if isinstance(source, str | Path):
+        path = Path(source)
+        if not path.is_file():
+            raise InputError("experiment", f"file {str(path)!r} not found")
+        try:
+            doc = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError("experiment", f"{str(path)!r} is not valid TOML: {exc}") from None
+    else:
+        doc = dict(source)
+    unknown = set(doc) - _TOP_KEYS
+    if unknown:
+        raise InputError(
+            "experiment", f"unknown keys {sorted(unknown)}", f"use {sorted(_TOP_KEYS)}"
+        )
+    for key in ("steps", "h", "integrators", "system", "initial"):
+        if key not in doc:
+            raise InputError(key, "is required in the experiment")
+    spec = dict(doc["system"])
+    name = spec.pop("name", None)
+    cls = _validate.lookup("system.name", systems.SYSTEMS, name)
+    grid = dict(spec.pop("grid", {}))
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise InputError(f"system.grid.{key}", "must be a non-empty list of values")
+    names = tuple(doc["integrators"])
+    for n in names:
+        _validate.lookup("integrators", integrators.INTEGRATORS, n)
+    hs = tuple(_validate.step_size(v, "h") for v in np.atleast_1d(doc["h"]).tolist())
+    steps = _validate.count("steps", doc["steps"])
+    save_every = _validate.save_every(steps, doc.get("save_every", steps))
+    exp = Experiment(
+        system=name, fixed=spec, grid=grid, integrators=names, h=hs, steps=steps,
+        save_every=save_every, initial=None,
+        max_batch=_validate.count("max_batch", doc.get("max_batch", 100_000)),
+    )  # fmt: skip
+    first = _build(cls, exp, _grid_points(exp)[0])
+    return dataclasses.replace(exp, initial=_initial(first, doc["initial"]))
+
+
+def _grid_points(exp: Experiment) -> list[dict]:
+    keys = list(exp.grid)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*exp.grid.values())]
+
+
+def _build(cls, exp: Experiment, point: dict):
+    kwargs = {**exp.fixed, **point}
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise InputError("system", f"{cls.name} does not take {sorted(kwargs)}: {exc}") from None
+
+
+def _initial(system, spec: dict):
+    spec = dict(spec)
+    random = spec.pop("random", None)
+    fields = [f for f, _ in system.state_fields]
+    if set(spec) - set(fields):
+        raise InputError(
+            "initial", f"unknown state fields {sorted(set(spec) - set(fields))}", f"use {fields}"
+        )
+    if random is None:
+        missing = [f for f in fields if f not in spec]
+        if missing:
+            raise InputError("initial", f"missing state fields {missing}")
+        x = tuple(np.asarray(spec[f], dtype=float) for f in fields)
+        x = x[0] if len(x) == 1 else x
+        x, batched = system.validate_state(x, "initial")
+        if not batched:
+            raise InputError("initial", "give a list of states (one per sample)")
+        return x
+    return _random_states(system, spec, dict(random), fields)
+
+
+def _random_states(system, spec, random, fields):
+    from mechint import _validate, systems
+
+    count = _validate.count("initial.random.count", random.get("count", 1))
+    rng = np.random.default_rng(_validate.count("initial.random.seed", random.get("seed", 0), 0))
+    if isinstance(system, systems.EulerTop):
+        C = _validate.positive_scalar("initial.random.C", random.get("C", 0.5))
+        v = rng.standard_normal((count, 3))
+        return np.sqrt(2.0 * C) * v / np.linalg.norm(v, axis=1, keepdims=True)
+    if hasattr(system, "n"):
+        base = tuple(np.asarray(spec[f], dtype=float) for f in fields if f in spec)
+        if len(base) != len(fields):
+            raise InputError("initial", f"give one base state ({fields}) to rotate randomly")
+        base, batched = system.validate_state(base[0] if len(base) == 1 else base, "initial")
+        if batched:
+            raise InputError("initial", "give one base state to rotate, not a list")
+        Q = _haar_so(rng, count, system.n)
+        leaves = base if isinstance(base, tuple) else (base,)
+        out = tuple(
+            Q @ a @ np.swapaxes(Q, 1, 2) if a.ndim == 2 else np.einsum("bij,j->bi", Q, a)
+            for a in leaves
+        )
+        return out[0] if len(out) == 1 else out
+    raise InputError(
+        "initial.random",
+        f"a random sample on the Casimir level set is not defined for {system.name}",
+        "give explicit states",
+    )
+
+
+def _haar_so(rng, count: int, n: int) -> np.ndarray:
+    Z = rng.standard_normal((count, n, n))
+    Q, R = np.linalg.qr(Z)
+    Q = Q * np.sign(np.diagonal(R, axis1=1, axis2=2))[:, None, :]
+    det = np.linalg.det(Q)
+    Q[:, :, 0] *= np.sign(det)[:, None]
+    return Q
+
+
+def tasks(exp: Experiment) -> list[tuple]:
+    """Plain-data tasks (index, system name, parameters, integrator, h, steps, save_every,
+    states): one per grid point × integrator × h × batch of states."""
+    import jax
+
+    count = jax.tree.leaves(exp.initial)[0].shape[0]
+    out = []
+    for gi, point in enumerate(_grid_points(exp)):
+        for ii, integ in enumerate(exp.integrators):
+            for hi, h in enumerate(exp.h):
+                for start in range(0, count, exp.max_batch):
+                    stop = min(count, start + exp.max_batch)
+                    x = jax.tree.map(lambda a, s=start, e=stop: a[s:e], exp.initial)
+                    params = {**exp.fixed, **point}
+                    out.append(
+                        (
+                            (gi, ii, hi, start),
+                            exp.system,
+                            params,
+                            integ,
+                            h,
+                            exp.steps,
+                            exp.save_every,
+                            x,
+                        )
+                    )
+    return out
+
+
+def run_task(task):
+    """Run one task; returns (index, saved states, failed step per state (−1: none))."""
+    from mechint import integrators, systems
+    from mechint.simulate import simulate
+
+    index, name, params, integ, h, steps, every, x = task
+    system = systems.get(name)(**params)
+    integrator = integrators.get(integ)()
+    import jax
+
+    count = jax.tree.leaves(x)[0].shape[0]
+    failed = np.full(count, -1, dtype=np.int64)
+    try:
+        traj = simulate(system, integrator, x, h, steps, every)
+        saved = traj.x
+    except StepFailure as exc:
+        n_saves = steps // every + 1
+        saved = jax.tree.map(lambda a: _pad(np.asarray(a), n_saves), exc.trajectory.x)
+        failed[exc.batch_index or 0] = exc.step
+    return index, saved, failed
+
+
+def _pad(a, n):
+    out = np.full((a.shape[0], n, *a.shape[2:]), np.nan)
+    out[:, : a.shape[1]] = a
+    return out
+
+
+def sweep(experiment, *, scheduler: str | None = None, cluster: str | None = None):
+    """Run an experiment (``Experiment``, TOML path or dict); returns an xarray.Dataset."""
+    exp = experiment if isinstance(experiment, Experiment) else load(experiment)
+    work = tasks(exp)
+    if scheduler is None and cluster is None:
+        results = [run_task(t) for t in work]
+    else:
+        results = _on_dask(work, scheduler, cluster)
+    return _assemble(exp, results)
+
+
+def _on_dask(work, scheduler, cluster):
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:  # pragma: no cover
+        raise InputError(
+            "scheduler", "needs dask.distributed", "pip install 'dask[distributed]'"
+        ) from None
+    if cluster is not None:
+        kind, _, n = str(cluster).partition(":")
+        if kind != "local" or not n.isdigit() or int(n) < 1:
+            raise InputError("cluster", f"expected local:N with N >= 1, got {cluster!r}")
+        local = LocalCluster(
+            n_workers=int(n),
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+        )
+        with local, Client(local) as client:
+            return client.gather(client.map(run_task, work, pure=False, retries=3))
+    with Client(scheduler) as client:
+        return client.gather(client.map(run_task, work, pure=False, retries=3))
+
+
+def _assemble(exp: Experiment, results):
+    import jax
+    import xarray as xr
+
+    from mechint import systems
+
+    cls = systems.get(exp.system)
+    points = _grid_points(exp)
+    count = jax.tree.leaves(exp.initial)[0].shape[0]
+    n_saves = exp.steps // exp.save_every + 1
+    lead = [len(v) for v in exp.grid.values()] + [len(exp.integrators), len(exp.h), count, n_saves]
+    first = _build(cls, exp, points[0])
+    fields = first.state_fields
+    shapes = [np.asarray(a).shape[1:] for a in jax.tree.leaves(exp.initial)]
+    data = [np.full((*lead, *s), np.nan) for s in shapes]
+    failed = np.full(lead[:-1], -1, dtype=np.int64)
+    grid_shape = [len(v) for v in exp.grid.values()]
+    for (gi, ii, hi, start), saved, fail in results:
+        g = np.unravel_index(gi, grid_shape) if grid_shape else ()
+        for arr, leaf in zip(data, jax.tree.leaves(saved), strict=True):
+            arr[(*g, ii, hi, slice(start, start + leaf.shape[0]))] = leaf
+        failed[(*g, ii, hi, slice(start, start + len(fail)))] = fail
+    dims = [*exp.grid, "integrator", "h", "sample", "save"]
+    ds = {}
+    for (name, cdims), arr in zip(fields, data, strict=True):
+        ds[name] = (dims + list(cdims), arr)
+    ds["failed_step"] = (dims[:-1], failed)
+    # invariants at every grid point (parameters differ)
+    for gi, point in enumerate(points):
+        system = _build(cls, exp, point)
+        g = np.unravel_index(gi, grid_shape) if grid_shape else ()
+        x = tuple(a[g] for a in data)
+        inv = system.invariants(x[0] if len(x) == 1 else x)
+        for key, val in inv.items():
+            if key not in ds:
+                ds[key] = (dims, np.full(lead, np.nan))
+            ds[key][1][g] = np.asarray(val)
+    coords = {
+        "integrator": list(exp.integrators),
+        "h": list(exp.h),
+        "sample": np.arange(count),
+        "save": np.arange(n_saves),
+        "time": (("h", "save"), np.outer(exp.h, exp.save_every * np.arange(n_saves, dtype=float))),
+    }
+    for key, values in exp.grid.items():
+        coords[key] = [",".join(f"{v:g}" for v in np.atleast_1d(val)) for val in values]
+    attrs = {"system": exp.system, "steps": exp.steps, "save_every": exp.save_every}
+    attrs.update({k: str(v) for k, v in exp.fixed.items()})
+    return xr.Dataset(ds, coords=coords, attrs=attrs)
