@@ -242,6 +242,14 @@ def sweep(experiment, *, scheduler: str | None = None, cluster: str | None = Non
     return _assemble(exp, results)
 
 
+def cluster_size(cluster: str, parameter: str = "cluster") -> int:
+    """N of "local:N" (N >= 1 workers), else InputError."""
+    kind, _, n = str(cluster).partition(":")
+    if kind != "local" or not n.isdigit() or int(n) < 1:
+        raise InputError(parameter, f"expected local:N with N >= 1, got {cluster!r}")
+    return int(n)
+
+
 def _on_dask(work, scheduler, cluster):
     try:
         from dask.distributed import Client, LocalCluster
@@ -250,11 +258,8 @@ def _on_dask(work, scheduler, cluster):
             "scheduler", "needs dask.distributed", "pip install 'dask[distributed]'"
         ) from None
     if cluster is not None:
-        kind, _, n = str(cluster).partition(":")
-        if kind != "local" or not n.isdigit() or int(n) < 1:
-            raise InputError("cluster", f"expected local:N with N >= 1, got {cluster!r}")
         local = LocalCluster(
-            n_workers=int(n),
+            n_workers=cluster_size(cluster),
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",

@@ -31,9 +31,7 @@ def handle(args: argparse.Namespace) -> int:
 
     out = io.check_writable(args.out, "--out", {".nc": "netcdf"})
     if args.cluster is not None:
-        kind, _, n = args.cluster.partition(":")
-        if kind != "local" or not n.isdigit() or int(n) < 1:
-            raise InputError("--cluster", f"expected local:N with N >= 1, got {args.cluster!r}")
+        sweeps.cluster_size(args.cluster, "--cluster")
     if args.scheduler is not None and not args.scheduler.startswith(("tcp://", "tls://")):
         raise InputError("--scheduler", f"expected tcp://HOST:PORT, got {args.scheduler!r}")
     experiment = sweeps.load(args.experiment)
