@@ -151,3 +151,41 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing():
     assert "at" in killed and killed["at"] < finished  # the kill happened mid-sweep
     for name in reference.data_vars:
         assert np.array_equal(result[name].values, reference[name].values), name
+
+
+def test_killed_sweep_keeps_finished_tasks_and_resumes_bit_for_bit(tmp_path, capsys):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    toml = tmp_path / "long.toml"
+    toml.write_text(
+        "steps = 4000000\nsave_every = 400000\nh = [0.001, 0.002, 0.004]\n"
+        'integrators = ["kahan"]\n[system]\nname = "euler-top"\n'
+        "[system.grid]\ninertia = [[2, 1, 0.6667], [3, 2, 1], [4, 2, 1]]\n"
+        "[initial.random]\ncount = 3\nseed = 1\nC = 0.5\n"
+    )
+    out = tmp_path / "long.nc"
+    cmd = [sys.executable, "-m", "mechint", "sweep", str(toml), "--out", str(out)]
+    proc = subprocess.Popen([*cmd, "--checkpoint-every", "0"], stdout=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not out.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    assert out.exists()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    with xr.open_dataset(out, engine="h5netcdf") as partial:
+        done = partial["task_done"].values.astype(bool)
+        assert partial.attrs["complete"] == 0 and 0 < done.sum() < done.size
+    code, _, err = invoke(["sweep", str(toml), "--out", str(out), "--resume"], capsys)
+    assert code == 0, err
+    reference = sweeps.sweep(toml)
+    with xr.open_dataset(out, engine="h5netcdf") as final:
+        assert final.attrs["complete"] == 1
+        for name in reference.data_vars:
+            assert np.array_equal(final[name].values, reference[name].values), name
+    other = tmp_path / "other.toml"
+    other.write_text(toml.read_text().replace("seed = 1", "seed = 2"))
+    code, _, err = invoke(["sweep", str(other), "--out", str(out), "--resume"], capsys)
+    assert code == 2 and "another experiment" in err

@@ -231,15 +231,77 @@ def _pad(a, n):
     return out
 
 
-def sweep(experiment, *, scheduler: str | None = None, cluster: str | None = None):
-    """Run an experiment (``Experiment``, TOML path or dict); returns an xarray.Dataset."""
+def sweep(
+    experiment,
+    *,
+    scheduler: str | None = None,
+    cluster: str | None = None,
+    on_result=None,
+    previous=None,
+):
+    """Run an experiment (``Experiment``, TOML path or dict); returns an xarray.Dataset.
+
+    ``on_result(make)`` is called as each task finishes, with a function that assembles
+    the dataset of every task finished so far (``task_done`` marks them): ``mechint
+    sweep`` writes its checkpoints from it.  ``previous``: such a partial dataset of the
+    same experiment; its finished tasks are taken from it, not run again.
+    """
     exp = experiment if isinstance(experiment, Experiment) else load(experiment)
     work = tasks(exp)
+    results = [] if previous is None else finished_results(exp, previous, work)
+    done = {r[0] for r in results}
+    todo = [t for t in work if t[0] not in done]
+
+    def collect(result):
+        results.append(result)
+        if on_result is not None:
+            on_result(lambda: _assemble(exp, list(results)))
+
     if scheduler is None and cluster is None:
-        results = [run_task(t) for t in work]
-    else:
-        results = _on_dask(work, scheduler, cluster)
+        for t in todo:
+            collect(run_task(t))
+    elif todo:
+        _on_dask(todo, scheduler, cluster, collect)
     return _assemble(exp, results)
+
+
+def experiment_key(exp: Experiment) -> str:
+    """A canonical text of the experiment (recorded in the output; --resume compares it)."""
+    import json
+
+    import jax
+
+    doc = dataclasses.asdict(dataclasses.replace(exp, initial=None))
+    doc["initial"] = [np.asarray(a).tolist() for a in jax.tree.leaves(exp.initial)]
+    return json.dumps(doc, sort_keys=True, default=str)
+
+
+def finished_results(exp: Experiment, ds, work) -> list:
+    """The results of the tasks ``ds`` (a partial sweep of ``exp``) marks as done."""
+    import jax
+
+    if ds.attrs.get("experiment") != experiment_key(exp):
+        raise InputError("resume", "the file holds another experiment", "run it afresh")
+    fields = [name for name, _ in _build_first(exp).state_fields]
+    grid_shape = [len(v) for v in exp.grid.values()]
+    done = np.asarray(ds["task_done"].values)
+    out = []
+    for index, *_rest, x in work:
+        gi, ii, hi, start = index
+        g = np.unravel_index(gi, grid_shape) if grid_shape else ()
+        stop = start + jax.tree.leaves(x)[0].shape[0]
+        at = (*g, ii, hi, slice(start, stop))
+        if np.all(done[at]):
+            leaves = tuple(np.asarray(ds[f].values[at]) for f in fields)
+            saved = leaves[0] if len(leaves) == 1 else leaves
+            out.append((index, saved, np.asarray(ds["failed_step"].values[at])))
+    return out
+
+
+def _build_first(exp: Experiment):
+    from mechint import systems
+
+    return _build(systems.get(exp.system), exp, _grid_points(exp)[0])
 
 
 def cluster_size(cluster: str, parameter: str = "cluster") -> int:
@@ -250,7 +312,7 @@ def cluster_size(cluster: str, parameter: str = "cluster") -> int:
     return int(n)
 
 
-def _on_dask(work, scheduler, cluster):
+def _on_dask(work, scheduler, cluster, collect):
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:  # pragma: no cover
@@ -266,9 +328,17 @@ def _on_dask(work, scheduler, cluster):
             dashboard_address=None,
         )
         with local, Client(local) as client:
-            return client.gather(client.map(run_task, work, pure=False, retries=3))
+            _gather(client, work, collect)
+        return
     with Client(scheduler) as client:
-        return client.gather(client.map(run_task, work, pure=False, retries=3))
+        _gather(client, work, collect)
+
+
+def _gather(client, work, collect) -> None:
+    from dask.distributed import as_completed
+
+    for future in as_completed(client.map(run_task, work, pure=False, retries=3)):
+        collect(future.result())
 
 
 def _assemble(exp: Experiment, results):
@@ -287,17 +357,20 @@ def _assemble(exp: Experiment, results):
     shapes = [np.asarray(a).shape[1:] for a in jax.tree.leaves(exp.initial)]
     data = [np.full((*lead, *s), np.nan) for s in shapes]
     failed = np.full(lead[:-1], -1, dtype=np.int64)
+    task_done = np.zeros(lead[:-1], dtype=bool)
     grid_shape = [len(v) for v in exp.grid.values()]
     for (gi, ii, hi, start), saved, fail in results:
         g = np.unravel_index(gi, grid_shape) if grid_shape else ()
         for arr, leaf in zip(data, jax.tree.leaves(saved), strict=True):
             arr[(*g, ii, hi, slice(start, start + leaf.shape[0]))] = leaf
         failed[(*g, ii, hi, slice(start, start + len(fail)))] = fail
+        task_done[(*g, ii, hi, slice(start, start + len(fail)))] = True
     dims = [*exp.grid, "integrator", "h", "sample", "save"]
     ds = {}
     for (name, cdims), arr in zip(fields, data, strict=True):
         ds[name] = (dims + list(cdims), arr)
     ds["failed_step"] = (dims[:-1], failed)
+    ds["task_done"] = (dims[:-1], task_done)
     # invariants at every grid point (parameters differ)
     for gi, point in enumerate(points):
         system = _build(cls, exp, point)
@@ -318,5 +391,7 @@ def _assemble(exp: Experiment, results):
     for key, values in exp.grid.items():
         coords[key] = [",".join(f"{v:g}" for v in np.atleast_1d(val)) for val in values]
     attrs = {"system": exp.system, "steps": exp.steps, "save_every": exp.save_every}
+    attrs["experiment"] = experiment_key(exp)
+    attrs["complete"] = int(bool(task_done.all()))
     attrs.update({k: str(v) for k, v in exp.fixed.items()})
     return xr.Dataset(ds, coords=coords, attrs=attrs)

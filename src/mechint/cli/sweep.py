@@ -21,25 +21,88 @@ def add_parser(sub) -> None:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--scheduler", help="a running Dask scheduler, tcp://HOST:PORT")
     where.add_argument("--cluster", help="start a local Dask cluster: local:N (N workers)")
+    p.add_argument(
+        "--checkpoint-every",
+        default="1",
+        help="write the finished tasks at most every this many seconds (default 1; 0: after "
+        "every task); a killed sweep keeps them",
+    )
+    p.add_argument("--resume", action="store_true", help="continue the interrupted sweep in --out")
     p.set_defaults(handler=handle)
 
 
+def _write(ds, out) -> None:
+    tmp = out.with_name(f".{out.name}.part.nc")
+    ds.to_netcdf(tmp, engine="h5netcdf")
+    tmp.replace(out)
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt
+
+
 def handle(args: argparse.Namespace) -> int:
+    import signal
+    import time
+
     import numpy as np
 
     from mechint import io, sweeps
+    from mechint.cli import parsing
 
     out = io.check_writable(args.out, "--out", {".nc": "netcdf"})
     if args.cluster is not None:
         sweeps.cluster_size(args.cluster, "--cluster")
     if args.scheduler is not None and not args.scheduler.startswith(("tcp://", "tls://")):
         raise InputError("--scheduler", f"expected tcp://HOST:PORT, got {args.scheduler!r}")
+    every = parsing.nonnegative_float("--checkpoint-every", args.checkpoint_every)
     experiment = sweeps.load(args.experiment)
-    ds = sweeps.sweep(experiment, scheduler=args.scheduler, cluster=args.cluster)
-    tmp = out.with_name(f".{out.name}.part.nc")
-    ds.to_netcdf(tmp, engine="h5netcdf")
-    tmp.replace(out)
+    previous = _previous(out, experiment) if args.resume else None
+    state = {"make": None, "last": time.monotonic()}
+
+    def on_result(make):
+        state["make"] = make
+        if time.monotonic() - state["last"] >= every:
+            _write(make(), out)
+            state["last"] = time.monotonic()
+
+    old = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        ds = sweeps.sweep(
+            experiment,
+            scheduler=args.scheduler,
+            cluster=args.cluster,
+            on_result=on_result,
+            previous=previous,
+        )
+    except KeyboardInterrupt:
+        if state["make"] is not None:
+            _write(state["make"](), out)
+        print(f"interrupted: {out} holds the finished tasks; continue with --resume")
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    _write(ds, out)
     failed = int(np.sum(ds["failed_step"].values >= 0))
     dims = ", ".join(f"{k} {v}" for k, v in ds.sizes.items())
     print(f"wrote {out}: {dims}; {failed} failed runs")
     return 0
+
+
+def _previous(out, experiment):
+    import xarray as xr
+
+    from mechint import sweeps
+
+    if not out.is_file():
+        raise InputError("--resume", f"no sweep to continue at {str(out)!r}")
+    try:
+        with xr.open_dataset(out, engine="h5netcdf") as ds:
+            ds = ds.load()
+    except (OSError, ValueError) as exc:
+        raise InputError("--resume", f"cannot read {str(out)!r}: {exc}") from None
+    if ds.attrs.get("experiment") != sweeps.experiment_key(experiment):
+        raise InputError(
+            "--resume", f"{str(out)!r} holds another experiment", "run it again without --resume"
+        )
+    return ds
