@@ -159,3 +159,22 @@ def test_integrator_that_cannot_serve_system_says_so_before_any_step(m0):
         mi.simulate(NotATop(), mi.integrators.Kahan(), m0, 0.1, 10)
     with pytest.raises(mi.InputError, match="not a mechint integrator"):
         mi.simulate(mi.systems.EulerTop((1, 2, 3)), "kahan", m0, 0.1, 10)
+
+
+def test_float32_on_request():
+    """The state and parameters are cast to float32; results agree with float64 to float32
+    precision, and what a map keeps is kept to float32 round-off."""
+    top = mi.systems.EulerTop((2.0, 1.0, 2.0 / 3.0))
+    m0 = np.array([0.45, 0.0, 0.89])
+    a = mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 100, 10, dtype="float32")
+    b = mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 100, 10)
+    assert a.x.dtype == np.float32 and b.x.dtype == np.float64
+    assert 1e-9 < np.max(np.abs(a.x - b.x)) < 1e-5
+    kepler = mi.systems.Kepler()
+    x0 = kepler.periapsis_state(0.5)
+    for integrator in (mi.integrators.StormerVerlet(), mi.integrators.ImplicitMidpoint()):
+        traj = mi.simulate(kepler, integrator, x0, 0.01, 1000, 100, dtype="float32")
+        assert traj.x[0].dtype == np.float32
+        assert np.max(mi.diagnostics.invariant_errors(kepler, traj)["L"]) < 1e-5
+    with pytest.raises(mi.InputError, match="dtype"):
+        mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 10, dtype="float16")

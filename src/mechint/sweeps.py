@@ -41,7 +41,7 @@ import numpy as np
 
 from mechint.errors import InputError, StepFailure
 
-_TOP_KEYS = {"steps", "save_every", "h", "integrators", "system", "initial", "max_batch"}
+_TOP_KEYS = {"steps", "save_every", "h", "integrators", "system", "initial", "max_batch", "dtype"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +55,7 @@ class Experiment:
     save_every: int
     initial: object  # a tuple of arrays (one per state field, leading sample axis)
     max_batch: int = 100_000
+    dtype: str = "float64"
 
 
 def load(source) -> Experiment:
@@ -96,7 +97,10 @@ def load(source) -> Experiment:
         system=name, fixed=spec, grid=grid, integrators=names, h=hs, steps=steps,
         save_every=save_every, initial=None,
         max_batch=_validate.count("max_batch", doc.get("max_batch", 100_000)),
+        dtype=doc.get("dtype", "float64"),
     )  # fmt: skip
+    if exp.dtype not in ("float64", "float32"):
+        raise InputError("dtype", f"must be 'float64' or 'float32', got {exp.dtype!r}")
     first = _build(cls, exp, _grid_points(exp)[0])
     return dataclasses.replace(exp, initial=_initial(first, doc["initial"]))
 
@@ -176,7 +180,7 @@ def _haar_so(rng, count: int, n: int) -> np.ndarray:
 
 def tasks(exp: Experiment) -> list[tuple]:
     """Plain-data tasks (index, system name, parameters, integrator, h, steps, save_every,
-    states): one per grid point × integrator × h × batch of states."""
+    states, dtype): one per grid point × integrator × h × batch of states."""
     import jax
 
     count = jax.tree.leaves(exp.initial)[0].shape[0]
@@ -188,18 +192,9 @@ def tasks(exp: Experiment) -> list[tuple]:
                     stop = min(count, start + exp.max_batch)
                     x = jax.tree.map(lambda a, s=start, e=stop: a[s:e], exp.initial)
                     params = {**exp.fixed, **point}
-                    out.append(
-                        (
-                            (gi, ii, hi, start),
-                            exp.system,
-                            params,
-                            integ,
-                            h,
-                            exp.steps,
-                            exp.save_every,
-                            x,
-                        )
-                    )
+                    index = (gi, ii, hi, start)
+                    task = (index, exp.system, params, integ, h, exp.steps, exp.save_every)
+                    out.append((*task, x, exp.dtype))
     return out
 
 
@@ -208,7 +203,7 @@ def run_task(task):
     from mechint import integrators, systems
     from mechint.simulate import simulate
 
-    index, name, params, integ, h, steps, every, x = task
+    index, name, params, integ, h, steps, every, x, dtype = task
     system = systems.get(name)(**params)
     integrator = integrators.get(integ)()
     import jax
@@ -216,7 +211,7 @@ def run_task(task):
     count = jax.tree.leaves(x)[0].shape[0]
     failed = np.full(count, -1, dtype=np.int64)
     try:
-        traj = simulate(system, integrator, x, h, steps, every)
+        traj = simulate(system, integrator, x, h, steps, every, dtype=dtype)
         saved = traj.x
     except StepFailure as exc:
         n_saves = steps // every + 1
@@ -286,7 +281,7 @@ def finished_results(exp: Experiment, ds, work) -> list:
     grid_shape = [len(v) for v in exp.grid.values()]
     done = np.asarray(ds["task_done"].values)
     out = []
-    for index, *_rest, x in work:
+    for index, *_rest, x, _dtype in work:
         gi, ii, hi, start = index
         g = np.unravel_index(gi, grid_shape) if grid_shape else ()
         stop = start + jax.tree.leaves(x)[0].shape[0]
@@ -355,7 +350,7 @@ def _assemble(exp: Experiment, results):
     first = _build(cls, exp, points[0])
     fields = first.state_fields
     shapes = [np.asarray(a).shape[1:] for a in jax.tree.leaves(exp.initial)]
-    data = [np.full((*lead, *s), np.nan) for s in shapes]
+    data = [np.full((*lead, *s), np.nan, dtype=exp.dtype) for s in shapes]
     failed = np.full(lead[:-1], -1, dtype=np.int64)
     task_done = np.zeros(lead[:-1], dtype=bool)
     grid_shape = [len(v) for v in exp.grid.values()]

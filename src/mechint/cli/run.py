@@ -44,6 +44,7 @@ def add_parser(sub) -> None:
         help="write the file after a chunk of steps at most every this many seconds "
         "(default 1; 0: after every chunk); a killed run keeps every checkpoint",
     )
+    p.add_argument("--dtype", default="float64", help="float64 (default) or float32")
     p.add_argument(
         "--resume",
         action="store_true",
@@ -128,6 +129,8 @@ def handle(args: argparse.Namespace) -> int:
 
     system, integrator, (x0, g0), h, steps, save_every, out, plot = prepare(args)
     every = parsing.nonnegative_float("--checkpoint-every", args.checkpoint_every)
+    if args.dtype not in ("float64", "float32"):
+        raise InputError("--dtype", f"must be float64 or float32, got {args.dtype!r}")
     prior = (
         _resume(args, system, integrator, x0, h, steps, save_every, out) if args.resume else None
     )
@@ -148,7 +151,7 @@ def handle(args: argparse.Namespace) -> int:
         traj = simulate(
             system, integrator, start, h, todo, save_every, t0=t0,
             progress=not args.quiet, orientation=g0, on_chunk=checkpoints,
-            chunk_steps=_CHECKPOINT_CHUNK,
+            chunk_steps=_CHECKPOINT_CHUNK, dtype=args.dtype,
         )  # fmt: skip
     except StepFailure as exc:
         if exc.trajectory is not None and len(exc.trajectory.t):
@@ -206,7 +209,14 @@ def _resume(args, system, integrator, x0, h, steps, save_every, out):
                 "give the same options as the interrupted run",
             )
     first = _first(prior)
-    if not all(np.array_equal(a, b) for a, b in zip(first, _leaves(x0), strict=True)):
+    if str(first[0].dtype) != args.dtype:
+        raise InputError(
+            "--resume", f"{str(out)!r} holds {first[0].dtype} states, this run asks {args.dtype}"
+        )
+    same = (
+        np.array_equal(a, np.asarray(b, a.dtype)) for a, b in zip(first, _leaves(x0), strict=True)
+    )
+    if not all(same):
         raise InputError("--resume", f"{str(out)!r} starts from another initial state")
     return prior
 

@@ -85,7 +85,7 @@ class Composition:
             x, status = self.base.step(system, x, g * h)
             return (x, ok & status.ok, jnp.maximum(res, status.residual)), None
 
-        gamma = jnp.asarray(self.scheme.gamma)
+        gamma = jnp.asarray(self.scheme.gamma, dtype=jax.tree.leaves(x)[0].dtype)
         init = (x, jnp.asarray(True), jnp.zeros((), dtype=gamma.dtype))
         (x, ok, res), _ = jax.lax.scan(stage, init, gamma)
         return x, StepStatus(ok, res)

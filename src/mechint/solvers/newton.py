@@ -95,12 +95,15 @@ class Newton:
             _, i, done, ok = state
             return (i < self.max_iter) & ~done & ok
 
+        # rtol below the precision of the state (float32 runs) is raised to a few ulps
+        rtol = max(self.rtol, 8.0 * float(jnp.finfo(flat_t.dtype).eps))
+
         def body(state):
             z, i, _, _ = state
             J, g = jac(zero, z)
             d = solve(J, -g)
             z = retract(z, unravel_t(d))
-            done = jnp.max(jnp.abs(d)) <= self.rtol * size(z) + self.atol
+            done = jnp.max(jnp.abs(d)) <= rtol * size(z) + self.atol
             return z, i + 1, done, finite(z)
 
         init = (z0, jnp.asarray(0), jnp.asarray(False), finite(z0))
