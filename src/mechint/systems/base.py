@@ -33,3 +33,19 @@ def validate_vector_state(name: str, value, dim: int) -> tuple[np.ndarray, bool]
         name,
         f"expected {dim} numbers (or a batch of shape (B, {dim})), got shape {arr.shape}",
     )
+
+
+def state_pair(name: str, value, first, second) -> tuple[tuple, bool]:
+    """A structured state (X, Y): both validated, batched alike."""
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        pair = f"({first[0]}, {second[0]})"
+        raise InputError(name, f"expected a pair {pair}, got {type(value).__name__}")
+    X, bx = first[1](f"{name}[0] ({first[0]})", value[0])
+    Y, by = second[1](f"{name}[1] ({second[0]})", value[1])
+    if bx != by or (bx and X.shape[0] != Y.shape[0]):
+        raise InputError(
+            name,
+            f"{first[0]} and {second[0]} must both be single states or batches of one size, "
+            f"got shapes {X.shape} and {Y.shape}",
+        )
+    return (X, Y), bx

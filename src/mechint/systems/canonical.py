@@ -27,7 +27,7 @@ from jaxtyping import Array, Float
 from mechint._pytree import register_pytree
 from mechint._validate import count
 from mechint.errors import InputError
-from mechint.systems.base import validate_vector_state
+from mechint.systems.base import state_pair, validate_vector_state
 
 
 def _scalar_function(name: str, fn, nargs: int, dof: int) -> None:
@@ -104,19 +104,10 @@ class Canonical:
         return jnp.broadcast_to(Jc, (*x[0].shape[:-1], 2 * d, 2 * d))
 
     def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
-        if not isinstance(x, tuple | list) or len(x) != 2:
-            raise InputError(
-                name, f"expected a pair (q, p) of {self.dof}-vectors, got {type(x).__name__}"
-            )
-        q, bq = validate_vector_state(f"{name}[0] (q)", x[0], self.dof)
-        p, bp = validate_vector_state(f"{name}[1] (p)", x[1], self.dof)
-        if bq != bp or (bq and q.shape[0] != p.shape[0]):
-            raise InputError(
-                name,
-                f"q and p must both be single states or batches of one size, got shapes "
-                f"{q.shape} and {p.shape}",
-            )
-        return (q, p), bq
+        def vector(label, value):
+            return validate_vector_state(label, value, self.dof)
+
+        return state_pair(name, x, ("q", vector), ("p", vector))
 
 
 class Separable(Canonical):

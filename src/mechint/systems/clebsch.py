@@ -12,6 +12,7 @@ from jaxtyping import Array, Float
 from mechint._pytree import register_pytree
 from mechint.lie import commutator, so_dim, so_hat, so_vee, vee
 from mechint.systems import _son
+from mechint.systems.base import state_pair
 
 
 def wedge(p, q):
@@ -131,7 +132,7 @@ class ClebschTop:
 
     def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
         n = self.n
-        return _son.state_pair(
+        return state_pair(
             name,
             x,
             ("M", lambda nm, v: _son.matrix_state(nm, v, n, "skew")),

@@ -12,6 +12,7 @@ from jaxtyping import Array, Float
 from mechint._pytree import register_pytree
 from mechint.lie import commutator, so_hat, so_vee, sym_dim, sym_hat, sym_vee
 from mechint.systems import _son
+from mechint.systems.base import state_pair
 
 
 @register_pytree(data=("J",))
@@ -117,7 +118,7 @@ class QuadraticPotentialTop:
 
     def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
         n = self.n
-        return _son.state_pair(
+        return state_pair(
             name,
             x,
             ("M", lambda nm, v: _son.matrix_state(nm, v, n, "skew")),
