@@ -30,14 +30,14 @@ from mechint.systems.euler_top import EulerTop
 # The order recorded for an exact flow.
 EXACT = 99
 
-_EXACT_TRAITS = Traits(order=EXACT, symmetric=True, explicit=True, symplectic=True, poisson=True)
+EXACT_TRAITS = Traits(order=EXACT, symmetric=True, explicit=True, symplectic=True, poisson=True)
 
 
 @dataclasses.dataclass(frozen=True)
 class Drift:
     """Exact flow of the kinetic energy T(p) of a separable Hamiltonian."""
 
-    traits: ClassVar[Traits] = _EXACT_TRAITS
+    traits: ClassVar[Traits] = EXACT_TRAITS
 
     def check(self, system) -> None:
         require(self, system, (Separable,))
@@ -55,7 +55,7 @@ class Drift:
 class Kick:
     """Exact flow of the potential energy V(q) of a separable Hamiltonian."""
 
-    traits: ClassVar[Traits] = _EXACT_TRAITS
+    traits: ClassVar[Traits] = EXACT_TRAITS
 
     def check(self, system) -> None:
         require(self, system, (Separable,))
@@ -75,7 +75,7 @@ class AxisRotation:
 
     axis: int
 
-    traits: ClassVar[Traits] = _EXACT_TRAITS
+    traits: ClassVar[Traits] = EXACT_TRAITS
 
     def __post_init__(self):
         if self.axis not in (0, 1, 2):

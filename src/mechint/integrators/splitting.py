@@ -19,7 +19,7 @@ import jax.numpy as jnp
 
 from mechint.errors import InputError, UnsupportedError
 from mechint.integrators.base import StepStatus, Traits
-from mechint.integrators.flows import AxisRotation, Drift, Kick
+from mechint.integrators.flows import EXACT_TRAITS, AxisRotation, Drift, Kick
 from mechint.systems.canonical import Separable
 from mechint.systems.euler_top import EulerTop
 
@@ -74,7 +74,7 @@ class Splitting:
     @property
     def traits(self) -> Traits:
         if self.flows is None:
-            sub = [Traits(order=99, symmetric=True, explicit=True, symplectic=True, poisson=True)]
+            sub = [EXACT_TRAITS]  # the natural split is into exact flows
         else:
             sub = [f.traits for f in self.flows]
         strang = self.scheme == "strang"
