@@ -26,6 +26,28 @@ def inertia(J) -> np.ndarray:
     return positive_vector("J", J, None, min_length=2)
 
 
+class Body:
+    """Shared by the rigid bodies on so(n): the parameter J (validated), n, the shape of
+    the matrix leaf of the state, and the repr.  Subclasses are frozen dataclasses with
+    ``repr=False``."""
+
+    J: Float[Array, " n"]
+
+    def __init__(self, J=(1.0, 2.0, 3.0)):
+        object.__setattr__(self, "J", jnp.asarray(inertia(J)))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(J={tuple(float(v) for v in np.asarray(self.J))})"
+
+    @property
+    def n(self) -> int:
+        return self.J.shape[-1]
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (self.n, self.n)
+
+
 def omega(M: Float[Array, "... n n"], J: Float[Array, " n"]) -> Float[Array, "... n n"]:
     """Ω with M = JΩ + ΩJ: Ω_jk = M_jk / (J_j + J_k)."""
     return M / (J[:, None] + J[None, :])

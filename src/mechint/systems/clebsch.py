@@ -22,8 +22,8 @@ def wedge(p, q):
 
 
 @register_pytree(data=("J",))
-@dataclasses.dataclass(frozen=True, eq=False, init=False)
-class ClebschTop:
+@dataclasses.dataclass(frozen=True, eq=False, init=False, repr=False)
+class ClebschTop(_son.Body):
     r"""The Clebsch case of the top in a quadratic potential, A = aaᵀ, any n >= 2.
 
     State (M, p), p = gᵀa.  Equations (6.4): Ṁ = [M, Ω] + p ∧ (Jp),  ṗ = −Ωp.
@@ -38,20 +38,6 @@ class ClebschTop:
 
     name: ClassVar[str] = "clebsch"
     state_fields: ClassVar[tuple] = (("M", ("row", "col")), ("p", ("axis",)))
-
-    def __init__(self, J=(1.0, 2.0, 3.0)):
-        object.__setattr__(self, "J", jnp.asarray(_son.inertia(J)))
-
-    def __repr__(self) -> str:
-        return f"ClebschTop(J={tuple(float(v) for v in np.asarray(self.J))})"
-
-    @property
-    def n(self) -> int:
-        return self.J.shape[-1]
-
-    @property
-    def state_shape(self) -> tuple[int, ...]:
-        return (self.n, self.n)
 
     @property
     def quadratic_invariants(self) -> tuple[str, ...]:

@@ -15,8 +15,8 @@ from mechint.systems import _son
 
 
 @register_pytree(data=("J",))
-@dataclasses.dataclass(frozen=True, eq=False, init=False)
-class FreeRigidBody:
+@dataclasses.dataclass(frozen=True, eq=False, init=False, repr=False)
+class FreeRigidBody(_son.Body):
     r"""Free rigid body in so(n), any n >= 2: Ṁ = [M, Ω], M = JΩ + ΩJ.
 
     State: M, a skew n×n matrix (body angular momentum).  H = ½ Σ_{j<k} M_jk²/(J_j+J_k);
@@ -30,23 +30,9 @@ class FreeRigidBody:
 
     name: ClassVar[str] = "free-rigid-body"
 
-    def __init__(self, J=(1.0, 2.0, 3.0)):
-        object.__setattr__(self, "J", jnp.asarray(_son.inertia(J)))
-
-    def __repr__(self) -> str:
-        return f"FreeRigidBody(J={tuple(float(v) for v in np.asarray(self.J))})"
-
-    @property
-    def n(self) -> int:
-        return self.J.shape[-1]
-
     @property
     def state_fields(self) -> tuple:
         return (("M", ("row", "col")),)
-
-    @property
-    def state_shape(self) -> tuple[int, ...]:
-        return (self.n, self.n)
 
     @property
     def quadratic_invariants(self) -> tuple[str, ...]:

@@ -16,8 +16,8 @@ from mechint.systems.base import state_pair
 
 
 @register_pytree(data=("J",))
-@dataclasses.dataclass(frozen=True, eq=False, init=False)
-class QuadraticPotentialTop:
+@dataclasses.dataclass(frozen=True, eq=False, init=False, repr=False)
+class QuadraticPotentialTop(_son.Body):
     r"""Rigid body about a fixed point in the potential φ(x) = ½ xᵀAx, any n >= 2.
 
     State (M, P): M skew (body angular momentum), P = gᵀAg symmetric.  Equations (4.4):
@@ -32,20 +32,6 @@ class QuadraticPotentialTop:
 
     name: ClassVar[str] = "quadratic-potential-top"
     state_fields: ClassVar[tuple] = (("M", ("row", "col")), ("P", ("row", "col")))
-
-    def __init__(self, J=(1.0, 2.0, 3.0)):
-        object.__setattr__(self, "J", jnp.asarray(_son.inertia(J)))
-
-    def __repr__(self) -> str:
-        return f"QuadraticPotentialTop(J={tuple(float(v) for v in np.asarray(self.J))})"
-
-    @property
-    def n(self) -> int:
-        return self.J.shape[-1]
-
-    @property
-    def state_shape(self) -> tuple[int, ...]:
-        return (self.n, self.n)
 
     @property
     def quadratic_invariants(self) -> tuple[str, ...]:
