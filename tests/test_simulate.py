@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import mechint as mi
-from mechint.integrators.base import StepStatus, Traits
+from mechint.integrators.base import Integrator, Reason, Traits, status
 
 
 def test_saved_grid_and_final_state(top, m0):
@@ -48,31 +48,27 @@ def test_compiled_once_per_system_type_and_integrator(top, m0):
 
 
 @dataclasses.dataclass(frozen=True)
-class FailsAtTime:
+class FailsAtTime(Integrator):
     """Explicit Euler that reports failure once t passes ``t_fail`` (a user integrator)."""
 
     t_fail: float = 0.37
     name: ClassVar[str] = "test-fail"
-    traits: ClassVar[Traits] = Traits(order=1, symmetric=False, explicit=True)
-    failure: ClassVar[str] = "test failure"
+    traits = Traits(order=1, symmetric=False, explicit=True)
 
-    def check(self, system):
-        pass
+    def cannot_serve(self, system):
+        return None
 
     def step(self, system, x, h):
         # the state carries time in its last component
         nxt = x + h * jnp.concatenate([system.vector_field(x[:3]), jnp.ones(1)])
-        return nxt, StepStatus(nxt[3] <= self.t_fail + 1e-12, jnp.asarray(123.0))
-
-    def preserved(self, system, x, h):
-        return {}
+        return nxt, status(nxt[3] <= self.t_fail + 1e-12, jnp.asarray(123.0), Reason.REPORTED)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class TimedTop:
+class TimedTop(mi.systems.System):
     top: mi.systems.EulerTop
-    state_fields: ClassVar[tuple] = (("m", ("axis",)),)
-    state_shape: ClassVar[tuple] = (4,)
+    state_fields = (("m", ("axis",)),)
+    state_shape = (4,)
 
     def vector_field(self, x):
         return self.top.vector_field(x)
@@ -82,6 +78,9 @@ class TimedTop:
 
     def parameters(self):
         return {}
+
+    def example_state(self):
+        return np.zeros(4)
 
     def validate_state(self, x, name="x0"):
         from mechint.systems.base import validate_vector_state
@@ -101,7 +100,8 @@ def test_failure_mid_run_names_step_and_keeps_samples(top):
     f = info.value
     assert f.step == 38  # t = 0.38 > 0.37 first after step 38
     assert f.residual == 123.0
-    assert "step 38" in str(f) and "test failure" in str(f)
+    assert "step 38" in str(f) and "reported a failed step" in str(f)
+    assert f.code == Reason.REPORTED
     assert np.allclose(f.trajectory.t, np.arange(8) * 0.05)  # samples at steps 0, 5, ..., 35
     assert abs(f.last_state[3] - 0.37) < 1e-12  # state after 37 steps
     good = mi.simulate(TimedTop(top), FailsAtTime(t_fail=10.0), x0, 0.01, 35, 5)
@@ -145,18 +145,32 @@ def test_save_every_error_suggests_a_divisor(top, m0):
 
 
 def test_integrator_that_cannot_serve_system_says_so_before_any_step(m0):
-    class NotATop:
+    class NotATop(mi.systems.System):
         state_fields = (("m", ("axis",)),)
         state_shape = (3,)
 
         def validate_state(self, x, name="x0"):
             return np.asarray(x, dtype=float), False
 
+        def vector_field(self, x):
+            return x
+
         def invariants(self, x):
             return {}
 
-    with pytest.raises(mi.UnsupportedError, match=r"Kahan cannot advance NotATop.*EulerTop"):
+        def parameters(self):
+            return {}
+
+        def example_state(self):
+            return np.zeros(3)
+
+    jax.tree_util.register_pytree_node(NotATop, lambda s: ((), None), lambda _, c: NotATop())
+    with pytest.raises(
+        mi.UnsupportedError, match=r"Kahan cannot advance NotATop.*QuadraticVectorField"
+    ):
         mi.simulate(NotATop(), mi.integrators.Kahan(), m0, 0.1, 10)
+    with pytest.raises(mi.InputError, match="not a mechint system"):
+        mi.simulate(object(), mi.integrators.Kahan(), m0, 0.1, 10)
     with pytest.raises(mi.InputError, match="not a mechint integrator"):
         mi.simulate(mi.systems.EulerTop((1, 2, 3)), "kahan", m0, 0.1, 10)
 

@@ -7,7 +7,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from mechint import diagnostics, exact, integrators, lie, solvers, systems  # noqa: E402
+from mechint import diagnostics, exact, integrators, lie, maps, solvers, systems  # noqa: E402
 from mechint._version import __version__  # noqa: E402
 from mechint.errors import InputError, StepFailure, UnsupportedError  # noqa: E402
 from mechint.simulate import simulate  # noqa: E402
@@ -24,6 +24,7 @@ __all__ = [
     "exact",
     "integrators",
     "lie",
+    "maps",
     "simulate",
     "solvers",
     "sweep",

@@ -101,7 +101,7 @@ def save_every(steps: int, value) -> int:
             "save_every", f"{every} is larger than steps = {steps}", f"use a value <= {steps}"
         )
     if steps % every:
-        near = min(_divisors(steps), key=lambda d: (abs(d - every), d))
+        near = min(divisors(steps), key=lambda d: (abs(d - every), d))
         raise InputError(
             "save_every",
             f"{every} does not divide steps = {steps}, so the final state would not be saved",
@@ -110,7 +110,14 @@ def save_every(steps: int, value) -> int:
     return every
 
 
-def _divisors(n: int) -> list[int]:
+def real_dtype(value, name: str = "dtype") -> str:
+    """'float64' or 'float32' (the precisions a run can have)."""
+    if value not in ("float64", "float32"):
+        raise InputError(name, f"must be 'float64' or 'float32', got {value!r}")
+    return str(value)
+
+
+def divisors(n: int) -> list[int]:
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return small + [n // d for d in small]
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from mechint import exact, integrators
 from mechint.diagnostics import invariant_errors
+from mechint.plot import invariant_error_figure, momentum_sphere_figure
 from mechint.simulate import simulate
 from mechint.systems import EulerTop
 
@@ -34,8 +35,6 @@ def _sphere_states(n: int = 7) -> np.ndarray:
 
 
 def run_demo(out: str | Path) -> dict:
-    from mechint.plot import invariant_error_figure, momentum_sphere_figure
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     top = EulerTop(INERTIA)

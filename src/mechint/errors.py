@@ -44,6 +44,8 @@ class StepFailure(RuntimeError):
         The state just before the failing step (of the failing batch member).
     batch_index : int or None
         Which member of a batch failed first (None for a single trajectory).
+    code : mechint.maps.Reason or None
+        The reason code of the failed step (``reason`` is its text).
     """
 
     def __init__(
@@ -54,6 +56,7 @@ class StepFailure(RuntimeError):
         trajectory: Any = None,
         last_state: Any = None,
         batch_index: int | None = None,
+        code: Any = None,
     ):
         self.step = int(step)
         self.residual = float(residual)
@@ -61,6 +64,7 @@ class StepFailure(RuntimeError):
         self.trajectory = trajectory
         self.last_state = last_state
         self.batch_index = batch_index
+        self.code = code
         where = "" if batch_index is None else f" (batch member {batch_index})"
         kept = ""
         if trajectory is not None:

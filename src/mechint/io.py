@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import jax
 import numpy as np
+import xarray as xr
 
 from mechint._version import __version__
 from mechint.errors import InputError
@@ -30,11 +32,7 @@ def _leaves(traj):
 def metadata(traj) -> dict:
     """Attributes recorded with every saved trajectory."""
     integ = traj.integrator
-    settings = {}
-    if hasattr(integ, "__dataclass_fields__"):
-        import dataclasses
-
-        settings = {f.name: _plain(getattr(integ, f.name)) for f in dataclasses.fields(integ)}
+    settings = _plain(integ) if dataclasses.is_dataclass(integ) else {}
     return {
         "system": type(traj.system).__name__,
         "system_parameters": json.dumps(traj.system.parameters()),
@@ -52,9 +50,7 @@ def metadata(traj) -> dict:
 
 
 def _plain(value):
-    import dataclasses
-
-    if dataclasses.is_dataclass(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, np.ndarray | jax.Array):
         return np.asarray(value).tolist()
@@ -63,14 +59,16 @@ def _plain(value):
 
 def to_dataset(traj):
     """The trajectory as an ``xarray.Dataset`` (state variables plus invariants)."""
-    import xarray as xr
-
     lead = ("sample", "time") if traj.batched else ("time",)
     data = {}
     for name, dims, arr in _leaves(traj):
         data[name] = (lead + tuple(dims), arr)
     for name, values in traj.invariants().items():
         data[name] = (lead, values)
+    member = lead[:-1]
+    data["failed_step"] = (member, np.asarray(traj.failed_step, dtype=np.int64))
+    data["residual"] = (member, np.asarray(traj.residual, dtype=np.float64))
+    data["reason"] = (member, np.asarray(traj.reason).astype(str))
     coords = {"time": traj.t}
     attrs = metadata(traj)
     for key, value in traj.system.parameters().items():
@@ -113,33 +111,6 @@ def write_atomic(traj, path) -> None:
     tmp = path.with_name(f".{path.name}.part{path.suffix}")
     write(traj, tmp)
     os.replace(tmp, path)
-
-
-def read_checkpoint(path, system, integrator):
-    """The trajectory saved in the NetCDF file ``path`` (by ``mechint run``), rebuilt for
-    ``system`` and ``integrator``, and the file's attributes."""
-    import xarray as xr
-
-    with xr.open_dataset(path, engine="h5netcdf") as ds:
-        ds = ds.load()
-    leaves = [np.asarray(ds[name].values) for name, _dims in system.state_fields]
-    x = leaves[0] if len(leaves) == 1 else tuple(leaves)
-    g = np.asarray(ds["g"].values) if "g" in ds else None
-    attrs = {k: v.item() if isinstance(v, np.generic) else v for k, v in ds.attrs.items()}
-    from mechint.trajectory import Trajectory
-
-    traj = Trajectory(
-        system=system,
-        integrator=integrator,
-        h=float(attrs["h"]),
-        t=np.asarray(ds["time"].values),
-        x=x,
-        steps=int(attrs["steps"]),
-        save_every=int(attrs["save_every"]),
-        stats={"steps_requested": int(attrs.get("steps_requested", attrs["steps"]))},
-        orientation=g,
-    )
-    return traj, attrs
 
 
 def write_netcdf(traj, path) -> None:

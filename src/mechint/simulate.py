@@ -7,26 +7,35 @@ steps between saved samples.  Only saved samples leave the device, so memory is
 O(steps / save_every).  A batch of initial conditions (leading axis) is advanced by
 ``vmap`` of the step, in one call.
 
-Every step's status is tracked: the first failing step of each batch member is
-recorded and that member's state is frozen there.  After a chunk that saw a failure,
-``simulate`` raises ``StepFailure`` with the step number, the residual, and every sample
-saved before the failing step.
+Failure is data.  Every step's status is tracked: the first failing step of each batch
+member, its residual and its ``Reason`` are recorded and that member's state is frozen
+there.  With ``throw=True`` (the default) ``simulate`` raises ``StepFailure`` after the
+chunk that saw a failure, with the step number, the residual and every sample saved
+before the failing step.  With ``throw=False`` it runs every healthy member to the end
+and returns the trajectory with per-member ``failed_step`` (−1: none), ``residual`` and
+``reason``; a failed member's samples after its failure are NaN, never a frozen state
+that could pass for a result.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import sys
 import time
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from tqdm.auto import tqdm
 
 from mechint import _validate
 from mechint.errors import InputError, StepFailure
+from mechint.integrators.oriented import Oriented
+from mechint.maps import Integrator, Reason, require_serves
+from mechint.systems._son import Body
+from mechint.systems.base import System
 from mechint.trajectory import Trajectory
 
 # Body-steps per chunk: long enough to amortise dispatch, short enough for progress.
@@ -37,8 +46,8 @@ _CHUNK_BODY_STEPS = 1 << 22
 class _Run:
     """What a run was asked to do (recorded in every Trajectory it returns)."""
 
-    system: object
-    integrator: object
+    system: System
+    integrator: Integrator
     h: float
     t0: float
     steps: int
@@ -47,79 +56,27 @@ class _Run:
     oriented: bool = False
 
 
-@dataclasses.dataclass(frozen=True)
-class _Oriented:
-    """``base`` carrying the attitude g ∈ SO(n) along: state (x, g), g_{k+1} = g_k W_k.
-
-    W_k comes from ``base.step_with_rotation``; each new g is re-orthonormalized by one
-    Newton-Schulz step, which removes accumulated round-off (it moves g by O(‖gᵀg − I‖)).
-    """
-
-    base: object
-
-    @property
-    def traits(self):
-        return self.base.traits
-
-    @property
-    def failure(self):
-        return self.base.failure
-
-    def check(self, system) -> None:
-        self.base.check(system)
-
-    def step(self, system, x, h):
-        from mechint.lie import orthonormalize
-
-        state, g = x
-        state, W, status = self.base.step_with_rotation(system, state, h)
-        return (state, orthonormalize(g @ W)), status
-
-
-def _orientation(system, integrator, g0, batched: bool, batch: int) -> np.ndarray:
-    """Validate the initial attitude g0 ∈ SO(n) (one, or one per batch member)."""
-    if not callable(getattr(integrator, "step_with_rotation", None)):
+def check_system(system) -> System:
+    """``system`` if it is a mechint system, else ``InputError``."""
+    if not isinstance(system, System):
         raise InputError(
-            "orientation",
-            f"{type(integrator).__name__} does not compute the body's rotation per step",
-            "use mechint.integrators.DiscreteLagrangian(), or leave orientation out",
+            "system",
+            f"{type(system).__name__} is not a mechint system",
+            "use one of mechint.systems, or subclass mechint.systems.System",
         )
-    n = system.state_shape[-1]
-    g = _validate.real_array("orientation", g0)
-    shape = (batch, n, n) if batched and g.ndim == 3 else (n, n)
-    if g.shape != shape:
-        raise InputError("orientation", f"expected an {n}x{n} rotation matrix, got shape {g.shape}")
-    defect = float(np.max(np.abs(np.swapaxes(g, -1, -2) @ g - np.eye(n))))
-    if defect > 1e-10 or np.any(np.linalg.det(g) <= 0):
+    return system
+
+
+def check_integrator(integrator) -> Integrator:
+    """``integrator`` if it is a mechint integrator, else ``InputError``."""
+    if not isinstance(integrator, Integrator):
         raise InputError(
-            "orientation",
-            f"is not a rotation (max |gᵀg − I| = {defect:.2g}, det = "
-            f"{np.min(np.linalg.det(g)):.3g})",
-            "give g in SO(n), e.g. the identity",
+            "integrator",
+            f"{integrator!r} is not a mechint integrator",
+            "pass an instance, e.g. mechint.integrators.Kahan() (user maps subclass "
+            "mechint.integrators.Integrator)",
         )
-    if batched and g.ndim == 2:
-        g = np.broadcast_to(g, (batch, n, n)).copy()
-    return g
-
-
-def _check_system(system) -> None:
-    for attr in ("validate_state", "state_fields", "invariants"):
-        if not hasattr(system, attr):
-            raise InputError(
-                "system",
-                f"{type(system).__name__} is not a mechint system (it lacks {attr!r})",
-                "use one of mechint.systems",
-            )
-
-
-def _check_integrator(integrator) -> None:
-    for attr in ("step", "check", "traits"):
-        if not hasattr(integrator, attr):
-            raise InputError(
-                "integrator",
-                f"{integrator!r} is not a mechint integrator (it lacks {attr!r})",
-                "pass an instance, e.g. mechint.integrators.Kahan()",
-            )
+    return integrator
 
 
 def _freeze(frozen, old, new):
@@ -131,32 +88,28 @@ def _freeze(frozen, old, new):
     )
 
 
-@functools.partial(jax.jit, static_argnames=("integrator", "n_saves", "save_every", "batched"))
-def _advance(system, integrator, x, h, k0, *, n_saves, save_every, batched):
+@partial(jax.jit, static_argnames=("integrator", "n_saves", "save_every", "batched"))
+def _advance(system, integrator, carry, h, *, n_saves, save_every, batched):
+    """``n_saves`` × ``save_every`` steps from ``carry`` = (x, k, failed step, residual,
+    reason); returns the new carry and the states saved."""
     step = integrator.step
     if batched:
         step = jax.vmap(step, in_axes=(None, 0, None))
-    batch_shape = jax.tree.leaves(x)[0].shape[:1] if batched else ()
 
     def one_step(_, carry):
-        x, k, fail_step, fail_res = carry
-        x_new, status = step(system, x, h)
-        newly = (fail_step < 0) & ~status.ok
+        x, k, fail_step, fail_res, fail_why = carry
+        x_new, st = step(system, x, h)
+        newly = (fail_step < 0) & ~st.ok
         fail_step = jnp.where(newly, k + 1, fail_step)
-        fail_res = jnp.where(newly, status.residual, fail_res)
-        return _freeze(fail_step >= 0, x, x_new), k + 1, fail_step, fail_res
+        fail_res = jnp.where(newly, st.residual.astype(fail_res.dtype), fail_res)
+        fail_why = jnp.where(newly, st.reason, fail_why)
+        return _freeze(fail_step >= 0, x, x_new), k + 1, fail_step, fail_res, fail_why
 
     def one_save(carry, _):
         carry = jax.lax.fori_loop(0, save_every, one_step, carry)
         return carry, carry[0]
 
-    init = (
-        x,
-        k0,
-        jnp.full(batch_shape, -1, dtype=k0.dtype),
-        jnp.zeros(batch_shape, dtype=jax.tree.leaves(x)[0].dtype),
-    )
-    return jax.lax.scan(one_save, init, None, length=n_saves)
+    return jax.lax.scan(one_save, carry, None, length=n_saves)
 
 
 def _plan(n_saves: int, save_every: int, batch: int, chunk: int = _CHUNK_BODY_STEPS) -> int:
@@ -164,7 +117,7 @@ def _plan(n_saves: int, save_every: int, batch: int, chunk: int = _CHUNK_BODY_ST
     cap = max(1, chunk // (save_every * batch))
     if cap >= n_saves:
         return n_saves
-    best = max(d for d in _validate._divisors(n_saves) if d <= cap)
+    best = max(d for d in _validate.divisors(n_saves) if d <= cap)
     return best if 2 * best >= cap else cap
 
 
@@ -182,6 +135,7 @@ def simulate(
     on_chunk=None,
     chunk_steps: int | None = None,
     dtype: str = "float64",
+    throw: bool = True,
 ) -> Trajectory:
     """Advance ``x0`` by ``steps`` steps of size ``h``, saving every ``save_every``-th state.
 
@@ -200,10 +154,10 @@ def simulate(
     progress
         Show a progress bar on stderr for runs lasting more than about two seconds.
     orientation
-        Initial attitude g0 ∈ SO(n) (one for all batch members, or one each): the run
-        then also carries g_{k+1} = g_k W_k (integrators with ``step_with_rotation``,
-        i.e. ``DiscreteLagrangian``), saved as ``Trajectory.orientation``.  With
-        P_0 = g0ᵀ A g0 the saved states keep P_k = g_kᵀ A g_k.
+        Initial attitude g0 ∈ SO(n) (one for all batch members, or one each): the
+        integrator is wrapped in ``integrators.Oriented``, which also carries
+        g_{k+1} = g_k W_k (maps with a body rotation, i.e. ``DiscreteLagrangian``),
+        saved as ``Trajectory.orientation``.
     on_chunk
         Called after every chunk of steps with a function that builds the Trajectory of
         everything saved so far (``mechint run`` writes its checkpoints from it).
@@ -214,6 +168,10 @@ def simulate(
         "float64" (default) or "float32": the state and the system's parameters are cast
         to it (faster on GPUs, about 1e-7 relative precision; invariants kept to
         float32 round-off).
+    throw
+        True (default): a failed step raises ``StepFailure``.  False: every healthy
+        member runs to the end; the trajectory's ``failed_step``, ``residual`` and
+        ``reason`` say which members failed, where and why (their later samples are NaN).
 
     Returns
     -------
@@ -224,20 +182,19 @@ def simulate(
     InputError
         On bad input, before any step.
     StepFailure
-        When a step fails (singular solve, Newton not converged, non-finite state): it
-        names the step and residual and carries every sample saved before it.
+        With ``throw=True``, when a step fails (singular solve, Newton not converged,
+        wrong branch, non-finite state): it names the step, residual and reason and
+        carries every sample saved before it.
     """
-    _check_system(system)
-    _check_integrator(integrator)
-    integrator.check(system)
+    system = check_system(system)
+    integrator = check_integrator(integrator)
+    require_serves(integrator, system)
     x0_np, batched = system.validate_state(x0, "x0")
     h = _validate.step_size(h)
     steps = _validate.count("steps", steps)
     save_every = _validate.save_every(steps, save_every)
     t0 = float(_validate.real_array("t0", t0, ()))
-    if dtype not in ("float64", "float32"):
-        raise InputError("dtype", f"must be 'float64' or 'float32', got {dtype!r}")
-    real = jnp.dtype(dtype)
+    real = jnp.dtype(_validate.real_dtype(dtype))
     if real != jnp.float64:
         system = jax.tree.map(lambda a: jnp.asarray(a, dtype=real), system)
 
@@ -245,64 +202,80 @@ def simulate(
     batch = jax.tree.leaves(x0_np)[0].shape[0] if batched else 1
     oriented = orientation is not None
     if oriented:
-        g0 = _orientation(system, integrator, orientation, batched, batch)
-        x0_np, integrator = (x0_np, g0), _Oriented(integrator)
+        integrator = Oriented(integrator)
+        assert isinstance(system, Body)  # the base map serves it (checked above)
+        x0_np = (x0_np, Oriented.initial(system, orientation, batched, batch))
     run = _Run(system, integrator, h, t0, steps, save_every, batched, oriented)
     per_chunk = _plan(
         n_saves, save_every, batch, _validate.count("chunk_steps", chunk_steps or _CHUNK_BODY_STEPS)
     )
 
-    x = jax.tree.map(lambda a: jnp.asarray(a, dtype=real), x0_np)
-    k = jnp.asarray(0, dtype=jnp.int64)
+    lead = (batch,) if batched else ()
+    carry = (
+        jax.tree.map(lambda a: jnp.asarray(a, dtype=real), x0_np),
+        jnp.asarray(0, dtype=jnp.int64),
+        jnp.full(lead, -1, dtype=jnp.int64),
+        jnp.zeros(lead, dtype=real),
+        jnp.zeros(lead, dtype=jnp.int32),
+    )
     samples = [jax.tree.map(lambda a: np.asarray(a, dtype=real)[None], x0_np)]
     start = time.perf_counter()
-    bar = _progress_bar(steps, progress)
+    bar = tqdm(
+        total=steps, unit="step", unit_scale=True, delay=2.0, disable=not progress,
+        file=sys.stderr, leave=False,
+    )  # fmt: skip
     try:
         done = 0
         while done < n_saves:
             n = min(per_chunk, n_saves - done)
-            (x, k, fail_step, fail_res), saved = _advance(
-                system, integrator, x, h, k, n_saves=n, save_every=save_every, batched=batched
+            carry, saved = _advance(
+                system, integrator, carry, h, n_saves=n, save_every=save_every, batched=batched
             )
             saved = jax.device_get(saved)
-            fail_step = np.asarray(fail_step)
-            if np.any(fail_step >= 0):
-                _raise_failure(run, samples, saved, done, fail_step, np.asarray(fail_res), x)
+            fail_step = np.asarray(carry[2])
+            if throw and np.any(fail_step >= 0):
+                _raise_failure(run, samples, saved, done, carry)
             samples.append(saved)
             done += n
             bar.update(n * save_every)
             if on_chunk is not None:
-                on_chunk(lambda: _trajectory(run, samples))
+                on_chunk(partial(_trajectory, run, samples, carry))
+            if np.all(fail_step >= 0):  # every member failed: nothing left to advance
+                break
     finally:
         bar.close()
     wall = time.perf_counter() - start
-    return _trajectory(run, samples, wall_time=wall)
+    return _trajectory(run, samples, carry, wall_time=wall)
 
 
-def _progress_bar(total: int, enabled: bool):
-    from tqdm.auto import tqdm
-
-    return tqdm(
-        total=total,
-        unit="step",
-        unit_scale=True,
-        delay=2.0,
-        disable=not enabled,
-        file=sys.stderr,
-        leave=False,
-    )
-
-
-def _trajectory(run: _Run, samples, **stats) -> Trajectory:
+def _trajectory(run: _Run, samples, carry, **stats) -> Trajectory:
     x = jax.tree.map(lambda *parts: np.concatenate(parts, axis=0), *samples)
     n_saved = jax.tree.leaves(x)[0].shape[0]
+    full = run.steps // run.save_every + 1
+    fail_step = np.asarray(carry[2])
+    if n_saved < full and np.all(fail_step >= 0):  # stopped early: every member failed
+        x = jax.tree.map(lambda a: _pad(a, full), x)
+        n_saved = full
+    # a failed member's samples from its failing step on are not results
+    last_valid = np.where(fail_step >= 0, (fail_step - 1) // run.save_every, n_saved - 1)
+    invalid = np.arange(n_saved).reshape((-1,) + (1,) * fail_step.ndim) > last_valid
+    if np.any(invalid):
+        x = jax.tree.map(lambda a: _blank(a, invalid), x)
     if run.batched:
         x = jax.tree.map(lambda a: np.ascontiguousarray(np.moveaxis(a, 0, 1)), x)
     t = run.t0 + run.h * (run.save_every * np.arange(n_saved, dtype=np.float64))
-    x, g = x if run.oriented else (x, None)
+    g = None
+    if run.oriented:
+        x, g = x
+    integrator = run.integrator
+    if isinstance(integrator, Oriented):
+        integrator = integrator.base
+    reason = np.vectorize(lambda code: Reason(int(code)).label, otypes=[object])(
+        np.asarray(carry[4])
+    )
     return Trajectory(
         system=run.system,
-        integrator=run.integrator.base if run.oriented else run.integrator,
+        integrator=integrator,
         h=run.h,
         t=t,
         x=x,
@@ -310,29 +283,49 @@ def _trajectory(run: _Run, samples, **stats) -> Trajectory:
         steps=(n_saved - 1) * run.save_every,
         save_every=run.save_every,
         stats=stats,
+        failed_step=fail_step,
+        residual=np.where(fail_step >= 0, np.asarray(carry[3], dtype=np.float64), 0.0),
+        reason=reason,
     )
 
 
-def _raise_failure(run: _Run, samples, saved, done, fail_step, fail_res, x):
-    failed = np.flatnonzero(np.atleast_1d(fail_step) >= 0)
-    member = int(failed[np.argmin(np.atleast_1d(fail_step)[failed])])
-    first = int(np.atleast_1d(fail_step)[member])
-    residual = float(np.atleast_1d(fail_res)[member])
+def _pad(a: np.ndarray, n: int) -> np.ndarray:
+    out = np.full((n, *a.shape[1:]), np.nan, dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+def _blank(a: np.ndarray, invalid: np.ndarray) -> np.ndarray:
+    mask = invalid.reshape(invalid.shape + (1,) * (a.ndim - invalid.ndim))
+    return np.where(mask, np.nan, a).astype(a.dtype)
+
+
+def _raise_failure(run: _Run, samples, saved, done, carry):
+    x = carry[0]
+    fail_step = np.atleast_1d(np.asarray(carry[2]))
+    failed = np.flatnonzero(fail_step >= 0)
+    member = int(failed[np.argmin(fail_step[failed])])
+    first = int(fail_step[member])
+    residual = float(np.atleast_1d(np.asarray(carry[3]))[member])
+    why = Reason(int(np.atleast_1d(np.asarray(carry[4]))[member]))
     # Samples of this chunk strictly before the failing step are valid.
     valid = max(0, (first - 1) // run.save_every - done)
     kept = [*samples, jax.tree.map(lambda a: a[:valid], saved)]
-    partial = _trajectory(run, kept)
+    healthy = (
+        jnp.full_like(carry[2], -1),
+        *carry[3:],
+    )
+    partial_run = dataclasses.replace(run, steps=(done + valid) * run.save_every)
+    partial_traj = _trajectory(partial_run, kept, (carry[0], carry[1], *healthy))
     last = jax.tree.map(lambda a: np.asarray(a)[member] if run.batched else np.asarray(a), x)
     if run.oriented:
         last = last[0]
     raise StepFailure(
         step=first,
         residual=residual if math.isfinite(residual) else float("nan"),
-        reason=(
-            f"{run.integrator.failure} at t = {run.t0 + run.h * (first - 1):.6g}, "
-            f"of {run.steps} steps"
-        ),
-        trajectory=partial,
+        reason=(f"{why.text} at t = {run.t0 + run.h * (first - 1):.6g}, of {run.steps} steps"),
+        trajectory=partial_traj,
         last_state=last,
         batch_index=member if run.batched else None,
+        code=why,
     )

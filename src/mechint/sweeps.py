@@ -7,7 +7,7 @@ An experiment (a TOML file, or the same as a dict)::
     steps = 1000
     save_every = 100
     h = [0.01, 0.02]
-    integrators = ["kahan", "midpoint"]
+    integrators = ["kahan", "midpoint", {name = "rigid-body-splitting", order = 4}]
 
     [system]
     name = "euler-top"
@@ -22,24 +22,35 @@ An experiment (a TOML file, or the same as a dict)::
     # seed = 0
     # C = 0.5                        # euler-top: uniform on the sphere |m|²/2 = C
 
-For the rigid bodies on so(n) the random sample is Q·x·Qᵀ (and Qp) for Haar-random
-Q ∈ SO(n) around the one explicit state given: every Casimir is the same.
+The random sample is the system's own (``LevelSetSampler``): for the rigid bodies on
+so(n), Q·x·Qᵀ (and Qp) for Haar-random Q ∈ SO(n) around the one explicit state given, so
+every Casimir is the same.  An integrator is a name, or a table with its ``name`` and
+settings (the same table as the CLI's options, ``integrators.SETTINGS``).
 
 Each (grid point, integrator, h, batch of at most ``max_batch`` states) is one task,
 a pure function of plain data: run in a loop here, or mapped over a Dask cluster
-(``scheduler="tcp://..."`` or ``cluster="local:N"``), with identical results.
+(``scheduler="tcp://..."`` or ``cluster="local:N"``), with identical results.  A member
+whose step fails keeps its samples up to the failure (NaN after) with its
+``failed_step``, ``residual`` and ``reason``; every healthy member runs to the end.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import tomllib
 from pathlib import Path
 
+import jax
 import numpy as np
+import xarray as xr
 
-from mechint.errors import InputError, StepFailure
+from mechint import _validate, integrators, systems
+from mechint.errors import InputError
+from mechint.maps import REASON_LABELS
+from mechint.simulate import simulate
+from mechint.systems.base import LevelSetSampler
 
 _TOP_KEYS = {"steps", "save_every", "h", "integrators", "system", "initial", "max_batch", "dtype"}
 
@@ -49,7 +60,7 @@ class Experiment:
     system: str
     fixed: dict
     grid: dict
-    integrators: tuple
+    integrators: tuple  # names, or (name, ((setting, value), ...)) pairs
     h: tuple
     steps: int
     save_every: int
@@ -60,8 +71,6 @@ class Experiment:
 
 def load(source) -> Experiment:
     """An ``Experiment`` from a TOML path or a dict; every error names the key."""
-    from mechint import _validate, integrators, systems
-
     if isinstance(source, str | Path):
         path = Path(source)
         if not path.is_file():
@@ -87,9 +96,7 @@ def load(source) -> Experiment:
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
             raise InputError(f"system.grid.{key}", "must be a non-empty list of values")
-    names = tuple(doc["integrators"])
-    for n in names:
-        _validate.lookup("integrators", integrators.INTEGRATORS, n)
+    names = tuple(_integrator_spec(spec) for spec in doc["integrators"])
     hs = tuple(_validate.step_size(v, "h") for v in np.atleast_1d(doc["h"]).tolist())
     steps = _validate.count("steps", doc["steps"])
     save_every = _validate.save_every(steps, doc.get("save_every", steps))
@@ -102,7 +109,38 @@ def load(source) -> Experiment:
     if exp.dtype not in ("float64", "float32"):
         raise InputError("dtype", f"must be 'float64' or 'float32', got {exp.dtype!r}")
     first = _build(cls, exp, _grid_points(exp)[0])
+    for spec in names:
+        _make_integrator(spec, first)
     return dataclasses.replace(exp, initial=_initial(first, doc["initial"]))
+
+
+def _integrator_spec(spec):
+    """A name, or (name, sorted settings) from a table {name = ..., setting = ...}."""
+    if isinstance(spec, str):
+        _validate.lookup("integrators", integrators.INTEGRATORS, spec)
+        return spec
+    if not isinstance(spec, dict) or "name" not in spec:
+        raise InputError("integrators", f"expected a name or a table with a name, got {spec!r}")
+    spec = dict(spec)
+    name = _validate.lookup("integrators", integrators.INTEGRATORS, spec.pop("name")).name
+    return (name, tuple(sorted((k, str(v)) for k, v in spec.items())))
+
+
+def _make_integrator(spec, system):
+    """The integrator of a spec (errors name ``integrators.<setting>``)."""
+    name, settings = (spec, ()) if isinstance(spec, str) else spec
+    try:
+        return integrators.build(name, system, dict(settings))
+    except InputError as exc:
+        raise InputError(f"integrators.{exc.parameter}", exc.problem, exc.fix) from None
+
+
+def integrator_label(spec) -> str:
+    """The coordinate label of an integrator spec: its name, settings in brackets."""
+    if isinstance(spec, str):
+        return spec
+    name, settings = spec
+    return name + "(" + ", ".join(f"{k}={v}" for k, v in settings) + ")"
 
 
 def _grid_points(exp: Experiment) -> list[dict]:
@@ -131,58 +169,25 @@ def _initial(system, spec: dict):
         if missing:
             raise InputError("initial", f"missing state fields {missing}")
         x = tuple(np.asarray(spec[f], dtype=float) for f in fields)
-        x = x[0] if len(x) == 1 else x
-        x, batched = system.validate_state(x, "initial")
+        x, batched = system.validate_state(x[0] if len(x) == 1 else x, "initial")
         if not batched:
             raise InputError("initial", "give a list of states (one per sample)")
         return x
-    return _random_states(system, spec, dict(random), fields)
-
-
-def _random_states(system, spec, random, fields):
-    from mechint import _validate, systems
-
-    count = _validate.count("initial.random.count", random.get("count", 1))
-    rng = np.random.default_rng(_validate.count("initial.random.seed", random.get("seed", 0), 0))
-    if isinstance(system, systems.EulerTop):
-        C = _validate.positive_scalar("initial.random.C", random.get("C", 0.5))
-        v = rng.standard_normal((count, 3))
-        return np.sqrt(2.0 * C) * v / np.linalg.norm(v, axis=1, keepdims=True)
-    if hasattr(system, "n"):
-        base = tuple(np.asarray(spec[f], dtype=float) for f in fields if f in spec)
-        if len(base) != len(fields):
-            raise InputError("initial", f"give one base state ({fields}) to rotate randomly")
-        base, batched = system.validate_state(base[0] if len(base) == 1 else base, "initial")
-        if batched:
-            raise InputError("initial", "give one base state to rotate, not a list")
-        Q = _haar_so(rng, count, system.n)
-        leaves = base if isinstance(base, tuple) else (base,)
-        out = tuple(
-            Q @ a @ np.swapaxes(Q, 1, 2) if a.ndim == 2 else np.einsum("bij,j->bi", Q, a)
-            for a in leaves
+    if not isinstance(system, LevelSetSampler):
+        raise InputError(
+            "initial.random",
+            f"a random sample on the Casimir level set is not defined for {system.name}",
+            "give explicit states",
         )
-        return out[0] if len(out) == 1 else out
-    raise InputError(
-        "initial.random",
-        f"a random sample on the Casimir level set is not defined for {system.name}",
-        "give explicit states",
-    )
-
-
-def _haar_so(rng, count: int, n: int) -> np.ndarray:
-    Z = rng.standard_normal((count, n, n))
-    Q, R = np.linalg.qr(Z)
-    Q = Q * np.sign(np.diagonal(R, axis1=1, axis2=2))[:, None, :]
-    det = np.linalg.det(Q)
-    Q[:, :, 0] *= np.sign(det)[:, None]
-    return Q
+    random = dict(random)
+    count = _validate.count("initial.random.count", random.pop("count", 1))
+    rng = np.random.default_rng(_validate.count("initial.random.seed", random.pop("seed", 0), 0))
+    return system.sample_level_set(rng, count, {**spec, **random})
 
 
 def tasks(exp: Experiment) -> list[tuple]:
     """Plain-data tasks (index, system name, parameters, integrator, h, steps, save_every,
     states, dtype): one per grid point × integrator × h × batch of states."""
-    import jax
-
     count = jax.tree.leaves(exp.initial)[0].shape[0]
     out = []
     for gi, point in enumerate(_grid_points(exp)):
@@ -199,31 +204,14 @@ def tasks(exp: Experiment) -> list[tuple]:
 
 
 def run_task(task):
-    """Run one task; returns (index, saved states, failed step per state (−1: none))."""
-    from mechint import integrators, systems
-    from mechint.simulate import simulate
-
-    index, name, params, integ, h, steps, every, x, dtype = task
+    """Run one task; returns (index, saved states, per state: failed step (−1: none),
+    residual, reason code).  Every healthy member runs to the end."""
+    index, name, params, spec, h, steps, every, x, dtype = task
     system = systems.get(name)(**params)
-    integrator = integrators.get(integ)()
-    import jax
-
-    count = jax.tree.leaves(x)[0].shape[0]
-    failed = np.full(count, -1, dtype=np.int64)
-    try:
-        traj = simulate(system, integrator, x, h, steps, every, dtype=dtype)
-        saved = traj.x
-    except StepFailure as exc:
-        n_saves = steps // every + 1
-        saved = jax.tree.map(lambda a: _pad(np.asarray(a), n_saves), exc.trajectory.x)
-        failed[exc.batch_index or 0] = exc.step
-    return index, saved, failed
-
-
-def _pad(a, n):
-    out = np.full((a.shape[0], n, *a.shape[2:]), np.nan)
-    out[:, : a.shape[1]] = a
-    return out
+    traj = simulate(system, _make_integrator(spec, system), x, h, steps, every, dtype=dtype,
+                    throw=False)  # fmt: skip
+    reasons = np.asarray([REASON_LABELS.index(r) for r in np.ravel(traj.reason)], dtype=np.int8)
+    return index, traj.x, (np.asarray(traj.failed_step), np.asarray(traj.residual), reasons)
 
 
 def sweep(
@@ -262,10 +250,6 @@ def sweep(
 
 def experiment_key(exp: Experiment) -> str:
     """A canonical text of the experiment (recorded in the output; --resume compares it)."""
-    import json
-
-    import jax
-
     doc = dataclasses.asdict(dataclasses.replace(exp, initial=None))
     doc["initial"] = [np.asarray(a).tolist() for a in jax.tree.leaves(exp.initial)]
     return json.dumps(doc, sort_keys=True, default=str)
@@ -273,8 +257,6 @@ def experiment_key(exp: Experiment) -> str:
 
 def finished_results(exp: Experiment, ds, work) -> list:
     """The results of the tasks ``ds`` (a partial sweep of ``exp``) marks as done."""
-    import jax
-
     if ds.attrs.get("experiment") != experiment_key(exp):
         raise InputError("resume", "the file holds another experiment", "run it afresh")
     fields = [name for name, _ in _build_first(exp).state_fields]
@@ -289,13 +271,13 @@ def finished_results(exp: Experiment, ds, work) -> list:
         if np.all(done[at]):
             leaves = tuple(np.asarray(ds[f].values[at]) for f in fields)
             saved = leaves[0] if len(leaves) == 1 else leaves
-            out.append((index, saved, np.asarray(ds["failed_step"].values[at])))
+            fail = tuple(np.asarray(ds[k].values[at]) for k in ("failed_step", "residual"))
+            codes = np.asarray([REASON_LABELS.index(r) for r in ds["reason"].values[at]])
+            out.append((index, saved, (*fail, codes.astype(np.int8))))
     return out
 
 
 def _build_first(exp: Experiment):
-    from mechint import systems
-
     return _build(systems.get(exp.system), exp, _grid_points(exp)[0])
 
 
@@ -337,11 +319,6 @@ def _gather(client, work, collect) -> None:
 
 
 def _assemble(exp: Experiment, results):
-    import jax
-    import xarray as xr
-
-    from mechint import systems
-
     cls = systems.get(exp.system)
     points = _grid_points(exp)
     count = jax.tree.leaves(exp.initial)[0].shape[0]
@@ -352,19 +329,24 @@ def _assemble(exp: Experiment, results):
     shapes = [np.asarray(a).shape[1:] for a in jax.tree.leaves(exp.initial)]
     data = [np.full((*lead, *s), np.nan, dtype=exp.dtype) for s in shapes]
     failed = np.full(lead[:-1], -1, dtype=np.int64)
+    residual = np.zeros(lead[:-1])
+    reason = np.zeros(lead[:-1], dtype=np.int8)
     task_done = np.zeros(lead[:-1], dtype=bool)
     grid_shape = [len(v) for v in exp.grid.values()]
     for (gi, ii, hi, start), saved, fail in results:
         g = np.unravel_index(gi, grid_shape) if grid_shape else ()
         for arr, leaf in zip(data, jax.tree.leaves(saved), strict=True):
             arr[(*g, ii, hi, slice(start, start + leaf.shape[0]))] = leaf
-        failed[(*g, ii, hi, slice(start, start + len(fail)))] = fail
-        task_done[(*g, ii, hi, slice(start, start + len(fail)))] = True
+        at = (*g, ii, hi, slice(start, start + len(fail[0])))
+        failed[at], residual[at], reason[at] = fail
+        task_done[at] = True
     dims = [*exp.grid, "integrator", "h", "sample", "save"]
     ds = {}
     for (name, cdims), arr in zip(fields, data, strict=True):
         ds[name] = (dims + list(cdims), arr)
     ds["failed_step"] = (dims[:-1], failed)
+    ds["residual"] = (dims[:-1], residual)
+    ds["reason"] = (dims[:-1], np.asarray(REASON_LABELS, dtype=object)[reason].astype(str))
     ds["task_done"] = (dims[:-1], task_done)
     # invariants at every grid point (parameters differ)
     for gi, point in enumerate(points):
@@ -377,7 +359,7 @@ def _assemble(exp: Experiment, results):
                 ds[key] = (dims, np.full(lead, np.nan))
             ds[key][1][g] = np.asarray(val)
     coords = {
-        "integrator": list(exp.integrators),
+        "integrator": [integrator_label(spec) for spec in exp.integrators],
         "h": list(exp.h),
         "sample": np.arange(count),
         "save": np.arange(n_saves),

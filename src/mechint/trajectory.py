@@ -5,7 +5,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import jax
 import numpy as np
+import xarray as xr
+
+from mechint import io
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -28,11 +32,17 @@ class Trajectory:
     save_every: int
     stats: dict = dataclasses.field(default_factory=dict)
     orientation: Any = None
+    failed_step: Any = -1
+    residual: Any = 0.0
+    reason: Any = "ok"
+
+    @property
+    def failed(self) -> np.ndarray:
+        """Which members failed (a bool array shaped like ``failed_step``)."""
+        return np.asarray(self.failed_step) >= 0
 
     @property
     def batched(self) -> bool:
-        import jax
-
         leaf = jax.tree.leaves(self.x)[0]
         shape = self.system.state_shape
         return leaf.ndim == len(shape) + 2
@@ -42,25 +52,17 @@ class Trajectory:
         return {k: np.asarray(v) for k, v in self.system.invariants(self.x).items()}
 
     def to_xarray(self):
-        from mechint.io import to_dataset
-
-        return to_dataset(self)
+        return io.to_dataset(self)
 
     def to_netcdf(self, path) -> None:
-        from mechint.io import write_netcdf
-
-        write_netcdf(self, path)
+        io.write_netcdf(self, path)
 
     def to_csv(self, path) -> None:
-        from mechint.io import write_csv
-
-        write_csv(self, path)
+        io.write_csv(self, path)
 
     def save(self, path) -> None:
         """Write NetCDF (.nc) or CSV (.csv), chosen by the extension."""
-        from mechint.io import write
-
-        write(self, path)
+        io.write(self, path)
 
 
 def concatenate(first: Trajectory, second: Trajectory) -> Trajectory:
@@ -68,8 +70,6 @@ def concatenate(first: Trajectory, second: Trajectory) -> Trajectory:
     same system, integrator, h and save_every (its first sample, the shared state, is
     dropped).  Times are recomputed from ``first.t[0]`` exactly as ``simulate`` computes
     them, so a resumed run equals an uninterrupted one bit for bit."""
-    import jax
-
     if (first.h, first.save_every) != (second.h, second.save_every):
         raise ValueError("h and save_every must agree to concatenate trajectories")
     axis = 1 if first.batched else 0
@@ -93,3 +93,26 @@ def concatenate(first: Trajectory, second: Trajectory) -> Trajectory:
         stats=stats,
         orientation=join(first.orientation, second.orientation),
     )
+
+
+def read_checkpoint(path, system, integrator) -> tuple[Trajectory, dict]:
+    """The trajectory saved in the NetCDF file ``path`` (by ``mechint run``), rebuilt for
+    ``system`` and ``integrator``, and the file's attributes."""
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        ds = ds.load()
+    leaves = [np.asarray(ds[name].values) for name, _dims in system.state_fields]
+    x = leaves[0] if len(leaves) == 1 else tuple(leaves)
+    g = np.asarray(ds["g"].values) if "g" in ds else None
+    attrs = {k: v.item() if isinstance(v, np.generic) else v for k, v in ds.attrs.items()}
+    traj = Trajectory(
+        system=system,
+        integrator=integrator,
+        h=float(attrs["h"]),
+        t=np.asarray(ds["time"].values),
+        x=x,
+        steps=int(attrs["steps"]),
+        save_every=int(attrs["save_every"]),
+        stats={"steps_requested": int(attrs.get("steps_requested", attrs["steps"]))},
+        orientation=g,
+    )
+    return traj, attrs

@@ -23,11 +23,11 @@ def test_axis_rotation_is_the_exact_flow_of_its_piece(axis):
     """d/dt at t = 0 equals Π(m)∇H_i with H_i = m_i²/(2 I_i), and the flow is a group."""
     m = jnp.asarray([0.3, -0.7, 0.5])
     flow = I.AxisRotation(axis)
-    velocity = jax.jacfwd(lambda t: flow.advance(TOP, m, t)[0])(0.0)
+    velocity = jax.jacfwd(lambda t: flow.step(TOP, m, t)[0])(0.0)
     grad = jnp.zeros(3).at[axis].set(m[axis] / TOP.inertia[axis])
     assert np.max(np.abs(velocity - TOP.poisson_tensor(m) @ grad)) < 1e-15
-    twice = flow.advance(TOP, flow.advance(TOP, m, 0.4)[0], 0.6)[0]
-    assert np.max(np.abs(twice - flow.advance(TOP, m, 1.0)[0])) < 1e-15
+    twice = flow.step(TOP, flow.step(TOP, m, 0.4)[0], 0.6)[0]
+    assert np.max(np.abs(twice - flow.step(TOP, m, 1.0)[0])) < 1e-15
 
 
 @pytest.mark.parametrize("order", [2, 4, 6, 8])

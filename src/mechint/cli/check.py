@@ -6,6 +6,7 @@ import argparse
 import json
 
 from mechint.cli import model, parsing
+from mechint.diagnostics import check
 
 
 def add_parser(sub) -> None:
@@ -26,8 +27,6 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from mechint.diagnostics import check
-
     model.integrator_names(args)
     system = model.build_system(args)
     integrator = model.build_integrator(args, system)

@@ -6,7 +6,9 @@ import argparse
 import csv
 import json
 
+from mechint import io
 from mechint.cli import model, parsing
+from mechint.diagnostics import compare, invariant_errors
 from mechint.errors import InputError
 
 
@@ -31,9 +33,7 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from mechint import io
-    from mechint.diagnostics import compare, invariant_errors
-    from mechint.plot import FIGURE_FORMATS, invariant_error_figure
+    from mechint.plot import FIGURE_FORMATS, invariant_error_figure  # matplotlib on demand
 
     names = model.integrator_names(args)
     system = model.build_system(args)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from mechint.demo import run_demo
+from mechint.errors import InputError
 
 
 def add_parser(sub) -> None:
@@ -17,11 +21,6 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from mechint.demo import run_demo
-    from mechint.errors import InputError
-
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError("--out", f"{str(out)!r} exists and is not a folder")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from mechint._version import __version__
+from mechint.cli import check, compare, demo, run, sweep
 from mechint.errors import InputError, StepFailure
 
 
@@ -20,9 +22,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from mechint._version import __version__
-    from mechint.cli import check, compare, demo, run, sweep
-
     parser = _Parser(
         prog="mechint",
         description="Mechanical integrators: structure-preserving maps for rigid bodies.",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mechint._validate import count, step_size
 from mechint.errors import InputError
 
 
@@ -41,8 +42,6 @@ def _from_file(option: str, path: Path) -> np.ndarray:
 
 
 def positive_float(option: str, text: str) -> float:
-    from mechint._validate import step_size
-
     try:
         value = float(text)
     except ValueError:
@@ -51,8 +50,6 @@ def positive_float(option: str, text: str) -> float:
 
 
 def whole(option: str, text: str, minimum: int = 1) -> int:
-    from mechint._validate import count
-
     try:
         value = (
             int(text.replace("_", ""))

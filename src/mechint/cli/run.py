@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import signal
 import sys
 import time
 from pathlib import Path
 
+import jax
+import numpy as np
+
+from mechint import _validate, integrators, io
 from mechint.cli import model, parsing
+from mechint.diagnostics import invariant_errors
 from mechint.errors import InputError, StepFailure
+from mechint.integrators.oriented import Oriented
+from mechint.simulate import simulate
+from mechint.trajectory import concatenate, read_checkpoint
 
 
 def add_parser(sub) -> None:
@@ -55,8 +65,7 @@ def add_parser(sub) -> None:
 
 def prepare(args: argparse.Namespace):
     """Validate every input before any work; returns what ``simulate`` needs."""
-    from mechint import _validate, integrators, io
-    from mechint.plot import FIGURE_FORMATS
+    from mechint.plot import FIGURE_FORMATS  # matplotlib only when a command draws
 
     integrators.get(args.integrator)  # an unknown name is reported first
     system = model.build_system(args)
@@ -69,11 +78,10 @@ def prepare(args: argparse.Namespace):
     )
     model.check_serves(integrator, system)
     if g0 is not None:
-        from mechint.simulate import _orientation
-
+        model.relabel("--orientation", Oriented, integrator)
         batched = system.validate_state(x0)[1]
         batch = len(x0[0]) if batched else 1
-        g0 = model.relabel("--orientation", _orientation, system, integrator, g0, batched, batch)
+        g0 = model.relabel("--orientation", Oriented.initial, system, g0, batched, batch)
     out = io.check_writable(args.out, "--out")
     plot = io.check_writable(args.plot, "--plot", FIGURE_FORMATS) if args.plot else None
     return system, integrator, (x0, g0), h, steps, save_every, out, plot
@@ -94,10 +102,6 @@ class _Checkpoints:
         self.last_write = time.monotonic()
 
     def whole(self, traj):
-        import dataclasses
-
-        from mechint.trajectory import concatenate
-
         if self.prior is not None:
             traj = concatenate(self.prior, traj)
         return dataclasses.replace(traj, stats={**traj.stats, "steps_requested": self.steps})
@@ -108,14 +112,12 @@ class _Checkpoints:
             self.write()
 
     def write(self, traj=None):
-        from mechint.io import write_atomic
-
         if traj is None:
             if self.latest is None:
                 return None
             traj = self.latest()
         traj = self.whole(traj)
-        write_atomic(traj, self.out)
+        io.write_atomic(traj, self.out)
         self.last_write = time.monotonic()
         return traj
 
@@ -125,12 +127,9 @@ def _terminate(signum, frame):
 
 
 def handle(args: argparse.Namespace) -> int:
-    from mechint.simulate import simulate
-
     system, integrator, (x0, g0), h, steps, save_every, out, plot = prepare(args)
     every = parsing.nonnegative_float("--checkpoint-every", args.checkpoint_every)
-    if args.dtype not in ("float64", "float32"):
-        raise InputError("--dtype", f"must be float64 or float32, got {args.dtype!r}")
+    model.relabel("--dtype", _validate.real_dtype, args.dtype)
     prior = (
         _resume(args, system, integrator, x0, h, steps, save_every, out) if args.resume else None
     )
@@ -178,16 +177,10 @@ def handle(args: argparse.Namespace) -> int:
 
 def _resume(args, system, integrator, x0, h, steps, save_every, out):
     """The run on file at ``out`` if it is this run's beginning, else InputError."""
-    import json
-
-    import numpy as np
-
-    from mechint import io
-
     if out.suffix.lower() != ".nc" or not out.is_file():
         raise InputError("--resume", f"needs an existing NetCDF (.nc) file at --out, {str(out)!r}")
     try:
-        prior, attrs = io.read_checkpoint(out, system, integrator)
+        prior, attrs = read_checkpoint(out, system, integrator)
     except (OSError, KeyError, ValueError) as exc:
         raise InputError(
             "--resume", f"cannot read a mechint run from {str(out)!r}: {exc}"
@@ -222,41 +215,26 @@ def _resume(args, system, integrator, x0, h, steps, save_every, out):
 
 
 def _first(traj):
-    import jax
-    import numpy as np
-
     axis = 1 if traj.batched else 0
     return [np.take(np.asarray(a), 0, axis=axis) for a in jax.tree.leaves(traj.x)]
 
 
 def _leaves(x):
-    import jax
-    import numpy as np
-
     return [np.asarray(a) for a in jax.tree.leaves(x)]
 
 
 def _last_state(traj):
-    import jax
-    import numpy as np
-
     axis = 1 if traj.batched else 0
     return jax.tree.map(lambda a: np.take(np.asarray(a), -1, axis=axis), traj.x)
 
 
 def _last_orientation(traj):
-    import numpy as np
-
     if traj.orientation is None:
         return None
     return np.take(traj.orientation, -1, axis=1 if traj.batched else 0)
 
 
 def _summary(traj, out: Path, plot: Path | None) -> None:
-    import numpy as np
-
-    from mechint.diagnostics import invariant_errors
-
     errs = invariant_errors(traj.system, traj)
     drift = ", ".join(f"max|Δ{k}|/|{k}| = {np.max(v):.2e}" for k, v in errs.items())
     wall = traj.stats.get("wall_time", float("nan"))

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import signal
+import time
 
+import numpy as np
+import xarray as xr
+
+from mechint import io, sweeps
+from mechint.cli import parsing
 from mechint.errors import InputError
 
 
@@ -42,14 +49,6 @@ def _terminate(signum, frame):
 
 
 def handle(args: argparse.Namespace) -> int:
-    import signal
-    import time
-
-    import numpy as np
-
-    from mechint import io, sweeps
-    from mechint.cli import parsing
-
     out = io.check_writable(args.out, "--out", {".nc": "netcdf"})
     if args.cluster is not None:
         sweeps.cluster_size(args.cluster, "--cluster")
@@ -90,10 +89,6 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _previous(out, experiment):
-    import xarray as xr
-
-    from mechint import sweeps
-
     if not out.is_file():
         raise InputError("--resume", f"no sweep to continue at {str(out)!r}")
     try:

@@ -13,14 +13,20 @@ from mechint.diagnostics.defects import (
 )
 from mechint.diagnostics.fit import PowerLaw, fit_power_law
 from mechint.diagnostics.invariants import invariant_errors, preserved_errors
-from mechint.diagnostics.order import Drift, OrderFit, drift, observed_order
+from mechint.diagnostics.order import InvariantDrift, OrderFit, drift, observed_order
 from mechint.diagnostics.report import PropertyCheck, check
-from mechint.diagnostics.structure import jacobian, poisson_defect, symplectic_defect
+from mechint.diagnostics.structure import (
+    jacobian,
+    poisson_defect,
+    poisson_defects,
+    symplectic_defect,
+    symplectic_defects,
+)
 
 __all__ = [
     "Comparison",
     "DefectScaling",
-    "Drift",
+    "InvariantDrift",
     "OrderFit",
     "PowerLaw",
     "PropertyCheck",
@@ -37,8 +43,10 @@ __all__ = [
     "momentum_defect",
     "observed_order",
     "poisson_defect",
+    "poisson_defects",
     "preserved_errors",
     "reference_state",
     "reversibility_defect",
     "symplectic_defect",
+    "symplectic_defects",
 ]

@@ -15,9 +15,14 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.integrate import solve_ivp
 
+from mechint import _validate
 from mechint.diagnostics.invariants import invariant_errors
 from mechint.diagnostics.order import flatten_state
+from mechint.errors import InputError
+from mechint.simulate import simulate
+from mechint.systems.base import ExactSolution, PoissonSystem, System
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,19 +50,13 @@ class Comparison:
         return rows
 
 
-def reference_state(system, x0, T: float):
-    """(state at T, "exact" | "DOP853")."""
-    from mechint import exact, systems
-
-    if isinstance(system, systems.EulerTop):
-        return exact.euler_top(system, x0, T), "exact"
-    if isinstance(system, systems.Kepler):
-        return exact.kepler(system, x0, T), "exact"
-    if isinstance(system, systems.HarmonicOscillator):
-        return exact.harmonic_oscillator(system, x0, T), "exact"
-    from scipy.integrate import solve_ivp
-
+def reference_state(system: System, x0, T: float):
+    """(state at T, "exact" | "DOP853"): the system's exact solution when it has one."""
+    if isinstance(system, ExactSolution):
+        return system.exact_solution(x0, T), "exact"
     z0 = flatten_state(system, x0)
+    if not isinstance(system, PoissonSystem):
+        raise InputError("system", f"{type(system).__name__} has no exact solution or coordinates")
 
     @jax.jit
     def f(z):
@@ -73,14 +72,10 @@ def reference_state(system, x0, T: float):
 def compare(system, integrators, x0, h: float, T: float, *, samples: int = 200) -> Comparison:
     """Run each integrator from x0 to T with step h (T/h whole), saving about ``samples``
     states; measure the error at T against the reference and every invariant's error."""
-    from mechint import _validate
-    from mechint.errors import InputError
-    from mechint.simulate import simulate
-
     steps = round(T / h)
     if steps < 1 or abs(steps * h - T) > 1e-9 * abs(T):
         raise InputError("T", f"T/h = {T / h:g} must be a whole number", "adjust T or h")
-    every = max(d for d in _validate._divisors(steps) if d <= max(1, steps // samples))
+    every = max(d for d in _validate.divisors(steps) if d <= max(1, steps // samples))
     ref, kind = reference_state(system, x0, T)
     ref = flatten_state(system, ref)
     trajs, errors, maxes, walls = [], [], [], []
@@ -97,5 +92,5 @@ def compare(system, integrators, x0, h: float, T: float, *, samples: int = 200) 
         errors.append(float(np.max(np.abs(flatten_state(system, last) - ref))))
         maxes.append({k: float(np.max(v)) for k, v in invariant_errors(system, traj).items()})
         walls.append(wall)
-    names = [getattr(i, "name", type(i).__name__) for i in integrators]
+    names = [i.name for i in integrators]
     return Comparison(system, h, T, kind, names, trajs, errors, maxes, walls)

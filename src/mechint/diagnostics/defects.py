@@ -8,81 +8,86 @@ Each defect measures one property of Φ_h at one state x:
 - ``reversibility_defect``: max |Φ_{−h}(Φ_h(x)) − x| in the system's coordinates;
 - ``structure.poisson_defect`` / ``structure.symplectic_defect``: the map's Jacobian.
 
-``defect_exponent`` evaluates a defect over several h and fits defect ≈ C h^p above a
-round-off floor: a property is "exact (round-off)" when every value is at the floor,
-"O(h^p)" otherwise (p rounded to the nearest integer for the verdict).
+All come from one compiled call (``onestep``).  A failed step raises ``StepFailure``
+(its reason named): no defect is computed from it.  ``defect_exponent`` evaluates a
+defect over several h and fits defect ≈ C h^p above a round-off floor: a property is
+"exact (round-off)" when every value is at the floor, "O(h^p)" otherwise (p rounded to
+the nearest integer), and "failed (reason) at h = ..." when a step failed.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from mechint.diagnostics.fit import fit_power_law
+from mechint.diagnostics.onestep import one_step, raise_if_failed
 from mechint.diagnostics.order import flatten_state
-from mechint.errors import UnsupportedError
+from mechint.errors import StepFailure, UnsupportedError
+from mechint.maps import Integrator, require_serves
+from mechint.systems.base import HamiltonianSystem, System
 
 
-@functools.lru_cache(maxsize=64)
-def _jitted_step(integrator):
-    return jax.jit(integrator.step)
+def step(system: System, integrator: Integrator, x, h):
+    """One step Φ_h(x) (compiled once per (system type, integrator)); ``StepFailure``
+    when it fails."""
+    require_serves(integrator, system)
+    out, _ = one_step(system, integrator, x, [h])
+    raise_if_failed([h], out.status)
+    return jax.tree.map(lambda a: a[0], out.y)
 
 
-def step(system, integrator, x, h):
-    """One step Φ_h(x) (compiled once per integrator), after ``integrator.check``."""
-    integrator.check(system)
-    y, _ = _jitted_step(integrator)(system, jax.tree.map(jnp.asarray, x), h)
-    return y
-
-
-def _relative(before, after) -> float:
+def relative(before, after) -> float:
     b, a = float(before), float(after)
     return abs(a - b) / (abs(b) if b != 0.0 else 1.0)
 
 
-def energy_defect(system, integrator, x, h) -> float:
+def _forward(system, integrator, x, h):
+    out, _ = one_step(system, integrator, x, [h])
+    raise_if_failed([h], out.status)
+    return out
+
+
+def energy_defect(system: System, integrator: Integrator, x, h) -> float:
     """|H(Φ_h(x)) − H(x)| / |H(x)| (absolute when H(x) = 0)."""
-    if not callable(getattr(system, "hamiltonian", None)):
+    if not isinstance(system, HamiltonianSystem):
         raise UnsupportedError("system", f"{type(system).__name__} has no Hamiltonian")
-    x = jax.tree.map(jnp.asarray, x)
-    return _relative(system.hamiltonian(x), system.hamiltonian(step(system, integrator, x, h)))
+    out = _forward(system, integrator, x, h)
+    return relative(out.before["energy"], out.after["energy"][0])
 
 
-def casimir_defects(system, integrator, x, h) -> dict[str, float]:
+def casimir_defects(system: System, integrator: Integrator, x, h) -> dict[str, float]:
     """Relative change of each Casimir in one step ({} when the system has none)."""
-    x = jax.tree.map(jnp.asarray, x)
-    before = system.casimirs(x)
-    after = system.casimirs(step(system, integrator, x, h)) if before else {}
-    return {name: _relative(before[name], after[name]) for name in before}
+    out = _forward(system, integrator, x, h)
+    names = [k for k in out.before if k.startswith("casimir ")]
+    return {k[len("casimir ") :]: relative(out.before[k], out.after[k][0]) for k in names}
 
 
-def momentum_defect(system, integrator, x, h) -> dict[str, float]:
+def momentum_defect(system: System, integrator: Integrator, x, h) -> dict[str, float]:
     """Relative change in one step of each momentum map in ``system.momentum_maps``."""
-    names = tuple(getattr(system, "momentum_maps", ()))
-    if not names:
+    if not system.momentum_maps:
         raise UnsupportedError(
             "system", f"{type(system).__name__} names no momentum map (momentum_maps)"
         )
-    x = jax.tree.map(jnp.asarray, x)
-    before = system.invariants(x)
-    after = system.invariants(step(system, integrator, x, h))
-    return {name: _relative(before[name], after[name]) for name in names}
+    out = _forward(system, integrator, x, h)
+    return {k: relative(out.before[k], out.after[k][0]) for k in system.momentum_maps}
 
 
-def reversibility_defect(system, integrator, x, h) -> float:
+def reversibility_defect(system: System, integrator: Integrator, x, h) -> float:
     """max |Φ_{−h}(Φ_h(x)) − x| in the system's coordinates (0 for a symmetric map)."""
-    x = jax.tree.map(jnp.asarray, x)
-    back = step(system, integrator, step(system, integrator, x, h), -h)
+    out, both = one_step(system, integrator, x, [h])
+    raise_if_failed([h], both)
+    back = jax.tree.map(lambda a: a[0], out.back)
     return float(np.max(np.abs(flatten_state(system, back) - flatten_state(system, x))))
 
 
 @dataclasses.dataclass(frozen=True)
 class DefectScaling:
-    """A defect over step sizes: the fit defect ≈ C h^p above ``floor`` and the verdict."""
+    """A defect over step sizes: the fit defect ≈ C h^p above ``floor`` and the verdict.
+
+    ``failed``: (h, reason) of each step that failed; its defect is NaN, never a number."""
 
     h: np.ndarray
     defect: np.ndarray
@@ -90,14 +95,18 @@ class DefectScaling:
     exponent: float | None  # None when fewer than 3 values lie above the floor
     constant: float | None
     used: np.ndarray  # the values above the floor
+    failed: tuple[tuple[float, str], ...] = ()
 
     @property
     def exact(self) -> bool:
-        """Every value at the round-off floor."""
-        return not np.any(self.used)
+        """Every value at the round-off floor (and no step failed)."""
+        return not self.failed and not np.any(self.used)
 
     @property
     def verdict(self) -> str:
+        if self.failed:
+            hs = ", ".join(f"{h:g}" for h, _ in self.failed)
+            return f"failed ({self.failed[0][1]}) at h = {hs}"
         if self.exact:
             return "exact (round-off)"
         if self.exponent is None:
@@ -105,19 +114,27 @@ class DefectScaling:
         return f"O(h^{round(self.exponent)})"
 
 
-def classify(hs, values, floor: float) -> DefectScaling:
+def classify(hs, values, floor: float, failed=()) -> DefectScaling:
     """Fit values ≈ C h^p over those above ``floor`` (at least 3 needed for a fit; with
-    1 or 2 the verdict is "unresolved": use larger h)."""
+    1 or 2 the verdict is "unresolved": use larger h).  NaN values (failed steps) are
+    never used."""
     hs, values = np.asarray(hs, dtype=float), np.asarray(values, dtype=float)
-    above = values > floor
+    above = np.isfinite(values) & (values > floor)
     if above.sum() < 3:
-        return DefectScaling(hs, values, floor, None, None, above)
+        return DefectScaling(hs, values, floor, None, None, above, tuple(failed))
     fit = fit_power_law(hs, values, floor=floor)
-    return DefectScaling(hs, values, floor, fit.exponent, fit.constant, fit.used)
+    return DefectScaling(hs, values, floor, fit.exponent, fit.constant, fit.used, tuple(failed))
 
 
 def defect_exponent(defect, system, integrator, x, hs, *, floor: float = 1e-13) -> DefectScaling:
     """Evaluate ``defect(system, integrator, x, h)`` (a float) for each h in ``hs`` and
-    class it (``classify``): exact when every value is at ``floor``, else O(h^p)."""
-    values = [defect(system, integrator, x, float(h)) for h in np.asarray(hs, dtype=float)]
-    return classify(hs, values, floor)
+    class it (``classify``): exact when every value is at ``floor``, else O(h^p); a step
+    that fails gives NaN and a "failed" verdict naming the reason."""
+    values, failed = [], []
+    for h in np.asarray(hs, dtype=float):
+        try:
+            values.append(defect(system, integrator, x, float(h)))
+        except StepFailure as exc:
+            values.append(float("nan"))
+            failed.append((float(h), exc.code.label if exc.code is not None else "failed"))
+    return classify(hs, values, floor, failed)

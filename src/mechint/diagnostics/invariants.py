@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 
@@ -17,14 +19,21 @@ def _errors(values: dict, relative: bool) -> dict[str, np.ndarray]:
     return out
 
 
+def _float64(tree):
+    return jax.tree.map(lambda a: jnp.asarray(a, dtype=jnp.float64), tree)
+
+
 def invariant_errors(system, trajectory, *, relative: bool = True) -> dict[str, np.ndarray]:
     """|I(x_k) − I(x_0)| (relative to |I(x_0)| unless ``relative=False``) for every
-    invariant of ``system``, over the saved samples (per batch member)."""
-    return _errors(system.invariants(trajectory.x), relative)
+    invariant of ``system``, over the saved samples (per batch member).  The invariants
+    are evaluated in float64 (float32 runs included)."""
+    return _errors(_float64(system).invariants(_float64(trajectory.x)), relative)
 
 
 def preserved_errors(trajectory, *, relative: bool = True) -> dict[str, np.ndarray]:
     """The same for the quantities the run's integrator claims to keep exactly (e.g. the
     Kahan integrals K_k at the run's h)."""
-    values = trajectory.integrator.preserved(trajectory.system, trajectory.x, trajectory.h)
+    values = trajectory.integrator.preserved(
+        _float64(trajectory.system), _float64(trajectory.x), trajectory.h
+    )
     return _errors(values, relative)

@@ -11,12 +11,14 @@ import numpy as np
 from mechint.diagnostics.fit import fit_power_law
 from mechint.diagnostics.invariants import invariant_errors
 from mechint.errors import InputError
+from mechint.simulate import simulate
+from mechint.systems.base import PoissonSystem, System
 
 
-def flatten_state(system, x) -> np.ndarray:
+def flatten_state(system: System, x) -> np.ndarray:
     """The state as one vector: the system's coordinates, or its leaves raveled."""
     x = jax.tree.map(jnp.asarray, x)
-    if callable(getattr(system, "coordinates", None)):
+    if isinstance(system, PoissonSystem):
         return np.asarray(system.coordinates(x))
     return np.concatenate([np.ravel(np.asarray(a)) for a in jax.tree.leaves(x)])
 
@@ -39,10 +41,9 @@ def observed_order(
 
     ``reference``: the exact state at T, or a function T ↦ state (e.g. from
     ``mechint.exact``).  Each T/h must be a whole number.  ``floor`` defaults to
-    1e-12 × max(1, |x(T)|).  At least 3 points must lie above it.
+    1e-12 × max(1, |x(T)|).  At least 3 points must lie above it.  A failed step raises
+    ``StepFailure`` (no error is computed from it).
     """
-    from mechint.simulate import simulate
-
     hs = np.asarray(hs, dtype=float)
     T = float(T)
     steps = np.rint(T / hs).astype(int)
@@ -63,7 +64,7 @@ def observed_order(
 
 
 @dataclasses.dataclass(frozen=True)
-class Drift:
+class InvariantDrift:
     """An invariant's relative error over a run: the fitted linear trend over the whole
     run (slope × duration) against the band (largest error).  ``bounded`` when the
     trend is less than half the band."""
@@ -77,7 +78,7 @@ class Drift:
         return np.abs(self.trend) < 0.5 * self.band
 
 
-def drift(system, trajectory) -> dict[str, Drift]:
+def drift(system, trajectory) -> dict[str, InvariantDrift]:
     """For each invariant: linear slope of its relative error against time, the trend over
     the run, and the band (per batch member for a batch)."""
     t = np.asarray(trajectory.t, dtype=float)
@@ -87,5 +88,5 @@ def drift(system, trajectory) -> dict[str, Drift]:
         err = np.asarray(err, dtype=float)
         flat = err.reshape(-1, err.shape[-1]).T
         slope = np.polyfit(t, flat, 1)[0].reshape(err.shape[:-1])
-        out[name] = Drift(slope, slope * duration, err.max(axis=-1))
+        out[name] = InvariantDrift(slope, slope * duration, err.max(axis=-1))
     return out

@@ -2,10 +2,12 @@
 
 For one state x and step h, each applicable property gets its one-step defect at h,
 its exponent p in defect ≈ C h^p over h, h/2, ..., h/16, and a verdict: "exact
-(round-off)", "O(h^p)", or "unresolved" when fewer than 3 of the values rise above the
-round-off floor.  Properties: symplectic (canonical systems) or Poisson (any other system
-with a Poisson tensor), energy, each Casimir, each momentum map, reversibility, and each
-quantity the integrator declares kept (its ``preserved``, e.g. Kahan's K_k).
+(round-off)", "O(h^p)", "unresolved" when fewer than 3 of the values rise above the
+round-off floor, or "failed (reason) at h = ..." when a step failed there (no defect is
+computed from a failed step).  Properties: symplectic (canonical systems) or Poisson
+(any other Poisson system), energy, each Casimir, each momentum map, reversibility, and
+each quantity the integrator declares kept (its ``preserved``, e.g. Kahan's K_k).  Every
+step size is measured in one compiled, vmapped call (``onestep``).
 """
 
 from __future__ import annotations
@@ -13,17 +15,20 @@ from __future__ import annotations
 import dataclasses
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from mechint.diagnostics import defects, structure
+from mechint.diagnostics.onestep import failures, one_step
 from mechint.diagnostics.order import flatten_state
+from mechint.maps import Integrator, require_serves
+from mechint.systems.base import PoissonSystem, System
+from mechint.systems.canonical import Canonical
 
 
 @dataclasses.dataclass(frozen=True)
 class PropertyCheck:
     name: str
-    defect: float  # at the given h
+    defect: float  # at the given h (NaN when the step failed)
     exponent: float | None
     verdict: str
     scaling: defects.DefectScaling
@@ -39,58 +44,57 @@ class PropertyCheck:
         }
 
 
-def _kept(name):
-    def defect(system, integrator, x, h):
-        before = integrator.preserved(system, x, h)[name]
-        after = integrator.preserved(system, defects.step(system, integrator, x, h), h)[name]
-        return defects._relative(before, after)
-
-    return defect
+def _relative(before, after) -> np.ndarray:
+    b, a = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    return np.abs(a - b) / np.where(b != 0.0, np.abs(b), 1.0)
 
 
-def _entry(name):
-    def pick(fn):
-        return lambda *a: fn(*a)[name]
-
-    return pick
-
-
-def properties(system, integrator) -> list[tuple[str, object, str]]:
-    """(name, defect function, kind) for the map's structure and energy; kind is
-    "relative" (invariants), "absolute" (Jacobian) or "state" (reversibility)."""
-    out = []
-    if hasattr(system, "dof"):
-        out.append(("symplectic", structure.symplectic_defect, "absolute"))
-    elif callable(getattr(system, "poisson_tensor", None)) and callable(
-        getattr(system, "coordinates", None)
-    ):
-        out.append(("Poisson", structure.poisson_defect, "absolute"))
-    if callable(getattr(system, "hamiltonian", None)):
-        out.append(("energy H", defects.energy_defect, "relative"))
-    return out
-
-
-def check(system, integrator, x, h: float, *, halvings: int = 4) -> list[PropertyCheck]:
+def check(
+    system: System, integrator: Integrator, x, h: float, *, halvings: int = 4
+) -> list[PropertyCheck]:
     """Measure every applicable property of ``integrator`` on ``system`` at state x."""
-    integrator.check(system)
-    x = jax.tree.map(jnp.asarray, x)
+    require_serves(integrator, system)
+    hs = h * 2.0 ** -np.arange(halvings + 1)
+    out, both = one_step(system, integrator, x, hs)
+    ok, ok_both = np.asarray(out.status.ok), np.asarray(both.ok)
+    failed, failed_both = failures(hs, out.status), failures(hs, both)
     scale = max(1.0, float(np.max(np.abs(flatten_state(system, x)))))
     floors = {"relative": 1e-13, "absolute": 1e-12 * scale, "state": 1e-13 * scale}
-    items = properties(system, integrator)
-    for name in system.casimirs(x):
-        items.append((f"Casimir {name}", _entry(name)(defects.casimir_defects), "relative"))
-    for name in getattr(system, "momentum_maps", ()):
-        items.append((f"momentum {name}", _entry(name)(defects.momentum_defect), "relative"))
-    items.append(("reversibility", defects.reversibility_defect, "state"))
-    own = set(system.invariants(x))
-    declared = integrator.preserved(system, x, h) if hasattr(integrator, "preserved") else {}
-    for name in declared:
+    items: list[tuple[str, np.ndarray, str, list]] = []
+    if isinstance(system, Canonical):
+        values, _ = structure.symplectic_defects(system, integrator, x, hs)
+        items.append(("symplectic", values, "absolute", failed))
+    elif isinstance(system, PoissonSystem):
+        values, _ = structure.poisson_defects(system, integrator, x, hs)
+        items.append(("Poisson", values, "absolute", failed))
+
+    def rel(name, before, after):
+        return np.where(ok, _relative(before, after), np.nan)
+
+    if "energy" in out.before:
+        items.append(("energy H", rel("energy", out.before["energy"], out.after["energy"]),
+                      "relative", failed))  # fmt: skip
+    for key in out.before:
+        if key.startswith("casimir "):
+            name = key[len("casimir ") :]
+            items.append((f"Casimir {name}", rel(key, out.before[key], out.after[key]),
+                          "relative", failed))  # fmt: skip
+    for name in system.momentum_maps:
+        items.append((f"momentum {name}", rel(name, out.before[name], out.after[name]),
+                      "relative", failed))  # fmt: skip
+    x0 = flatten_state(system, x)
+    back = np.stack([flatten_state(system, jax.tree.map(lambda a, i=i: a[i], out.back))
+                     for i in range(len(hs))])  # fmt: skip
+    rev = np.where(ok_both, np.max(np.abs(back - x0), axis=-1), np.nan)
+    items.append(("reversibility", rev, "state", failed_both))
+    own = set(out.before)
+    for name in out.kept_before:
         if name not in own:
-            items.append((f"kept {name}", _kept(name), "relative"))
-    hs = h * 2.0 ** -np.arange(halvings + 1)
+            values = rel(name, out.kept_before[name], out.kept_after[name])
+            items.append((f"kept {name}", values, "relative", failed))
     rows = []
-    for name, fn, kind in items:
-        scaling = defects.defect_exponent(fn, system, integrator, x, hs, floor=floors[kind])
+    for name, values, kind, bad in items:
+        scaling = defects.classify(hs, values, floors[kind], bad)
         rows.append(
             PropertyCheck(
                 name, float(scaling.defect[0]), scaling.exponent, scaling.verdict, scaling

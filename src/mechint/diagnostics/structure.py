@@ -1,9 +1,11 @@
 r"""Structural defects of a one-step map at a state, with DΦ from ``jax.jacfwd``.
 
-The map is written in the system's coordinates z (``system.coordinates`` /
+The map is written in the system's coordinates z (``PoissonSystem.coordinates`` /
 ``from_coordinates``: the state itself for vectors, independent entries for matrices),
-where ``system.poisson_tensor`` is given.  Forward mode differentiates through implicit
-solves (Newton loops), so every integrator can be measured.
+where ``poisson_tensor`` is given.  Forward mode differentiates through implicit solves
+(Newton loops), so every integrator can be measured.  The Jacobians are compiled once per
+(system type, integrator) with the system traced, and vmapped over step sizes
+(``onestep.jacobians``); a failed step raises ``StepFailure``.
 
 - ``poisson_defect``: max |DΦ(z) Π(z) DΦ(z)ᵀ − Π(Φ(z))|  (0 for a Poisson map);
 - ``symplectic_defect``: max |DΦᵀ 𝕁 DΦ − 𝕁| for canonical systems (Π = 𝕁 constant).
@@ -11,48 +13,68 @@ solves (Newton loops), so every integrator can be measured.
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
+import numpy as np
 
+from mechint.diagnostics.onestep import jacobians, raise_if_failed
 from mechint.errors import UnsupportedError
+from mechint.maps import Integrator, StepStatus
+from mechint.systems.base import PoissonSystem, System
+from mechint.systems.canonical import Canonical
 
 
-def _map_in_coordinates(system, integrator, x, h):
-    for attr in ("coordinates", "from_coordinates", "poisson_tensor"):
-        if not callable(getattr(system, attr, None)):
-            raise UnsupportedError(
-                "system", f"{type(system).__name__} has no {attr}, so its structure is unknown"
-            )
-    integrator.check(system)
-    z = system.coordinates(jax.tree.map(jnp.asarray, x))
-
-    def phi(z):
-        return system.coordinates(integrator.step(system, system.from_coordinates(z), h)[0])
-
-    return z, phi
+def _poisson(system: System) -> PoissonSystem:
+    if not isinstance(system, PoissonSystem):
+        raise UnsupportedError(
+            "system",
+            f"{type(system).__name__} has no Poisson tensor in coordinates, so its structure "
+            "is unknown",
+        )
+    return system
 
 
-def jacobian(system, integrator, x, h):
+def jacobian(system: System, integrator: Integrator, x, h):
     """(z, Φ(z), DΦ(z)) of one step in the system's coordinates."""
-    z, phi = _map_in_coordinates(system, integrator, x, h)
-    return z, phi(z), jax.jacfwd(phi)(z)
+    z, z1, D, st = jacobians(_poisson(system), integrator, x, [h])
+    raise_if_failed([h], st)
+    return z, z1[0], D[0]
 
 
-def poisson_defect(system, integrator, x, h) -> float:
-    """max |DΦ Π(x) DΦᵀ − Π(Φ(x))| for one step of size h from the state x."""
-    z, z1, D = jacobian(system, integrator, x, h)
-    lhs = D @ system.poisson_tensor(system.from_coordinates(z)) @ D.T
+def poisson_defects(system: System, integrator: Integrator, x, hs) -> tuple[np.ndarray, StepStatus]:
+    """max |DΦ Π(x) DΦᵀ − Π(Φ(x))| for each h in ``hs`` (NaN where the step failed)."""
+    system = _poisson(system)
+    z, z1, D, st = jacobians(system, integrator, x, hs)
+    Pi = system.poisson_tensor(system.from_coordinates(z))
+    lhs = D @ Pi @ jnp.swapaxes(D, -1, -2)
     rhs = system.poisson_tensor(system.from_coordinates(z1))
-    return float(jnp.max(jnp.abs(lhs - rhs)))
+    values = np.asarray(jnp.max(jnp.abs(lhs - rhs), axis=(-2, -1)))
+    return np.where(np.asarray(st.ok), values, np.nan), st
 
 
-def symplectic_defect(system, integrator, x, h) -> float:
-    """max |DΦᵀ 𝕁 DΦ − 𝕁| for one step of size h (canonical systems)."""
-    if not hasattr(system, "dof"):
+def symplectic_defects(
+    system: System, integrator: Integrator, x, hs
+) -> tuple[np.ndarray, StepStatus]:
+    """max |DΦᵀ 𝕁 DΦ − 𝕁| for each h in ``hs`` (canonical systems; NaN where it failed)."""
+    if not isinstance(system, Canonical):
         raise UnsupportedError(
             "system",
             f"{type(system).__name__} is not canonical; measure poisson_defect instead",
         )
-    z, _, D = jacobian(system, integrator, x, h)
+    z, _, D, st = jacobians(system, integrator, x, hs)
     Jc = system.poisson_tensor(system.from_coordinates(z))
-    return float(jnp.max(jnp.abs(D.T @ Jc @ D - Jc)))
+    values = np.asarray(jnp.max(jnp.abs(jnp.swapaxes(D, -1, -2) @ Jc @ D - Jc), axis=(-2, -1)))
+    return np.where(np.asarray(st.ok), values, np.nan), st
+
+
+def poisson_defect(system: System, integrator: Integrator, x, h) -> float:
+    """max |DΦ Π(x) DΦᵀ − Π(Φ(x))| for one step of size h from the state x."""
+    values, st = poisson_defects(system, integrator, x, [h])
+    raise_if_failed([h], st)
+    return float(values[0])
+
+
+def symplectic_defect(system: System, integrator: Integrator, x, h) -> float:
+    """max |DΦᵀ 𝕁 DΦ − 𝕁| for one step of size h (canonical systems)."""
+    values, st = symplectic_defects(system, integrator, x, [h])
+    raise_if_failed([h], st)
+    return float(values[0])

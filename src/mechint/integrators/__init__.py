@@ -1,36 +1,28 @@
-"""One-step maps with declared traits (see ``mechint.integrators.base``)."""
+"""One-step maps with declared traits (see ``mechint.maps`` and ``docs/extending.md``).
+
+``INTEGRATORS`` is the registry of the maps the CLI and experiment files name; each
+class's ``settings`` table gives its options (``--scheme``, ``--order``, ...), and
+``build(name, system, settings)`` constructs one from them.
+"""
 
 from mechint._validate import lookup
 from mechint.integrators import flows
-from mechint.integrators.base import StepStatus, Traits
 from mechint.integrators.composition import Composition
 from mechint.integrators.composition_schemes import SCHEMES as COMPOSITION_SCHEMES
 from mechint.integrators.composition_schemes import CompositionScheme
-from mechint.integrators.discrete_lagrangian import DiscreteLagrangian
-from mechint.integrators.explicit_rk import RK4, ExplicitEuler
+from mechint.integrators.discrete_lagrangian import BodyRotationMap, DiscreteLagrangian
+from mechint.integrators.explicit_rk import RK4, ExplicitEuler, ExplicitRungeKutta
 from mechint.integrators.flows import AxisRotation, Drift, Kick, NumericalFlow
 from mechint.integrators.implicit_midpoint import ImplicitMidpoint
 from mechint.integrators.kahan import Kahan
+from mechint.integrators.oriented import Oriented
+from mechint.integrators.registry import INTEGRATORS, SETTINGS, build, settings_for
 from mechint.integrators.rigid_body_splitting import RigidBodySplitting
 from mechint.integrators.splitting import Splitting
+from mechint.integrators.stages import SPLITTING_SCHEMES, SplittingScheme
 from mechint.integrators.stormer_verlet import StormerVerlet
 from mechint.integrators.symplectic_euler import SymplecticEuler
-
-INTEGRATORS = {
-    cls.name: cls
-    for cls in (
-        Kahan,
-        ImplicitMidpoint,
-        RK4,
-        ExplicitEuler,
-        DiscreteLagrangian,
-        SymplecticEuler,
-        StormerVerlet,
-        Splitting,
-        Composition,
-        RigidBodySplitting,
-    )
-}
+from mechint.maps import EXACT, Integrator, Reason, Setting, StepStatus, Traits
 
 
 def get(name: str):
@@ -40,24 +32,36 @@ def get(name: str):
 
 __all__ = [
     "COMPOSITION_SCHEMES",
+    "EXACT",
     "INTEGRATORS",
     "RK4",
+    "SETTINGS",
+    "SPLITTING_SCHEMES",
     "AxisRotation",
+    "BodyRotationMap",
     "Composition",
     "CompositionScheme",
     "DiscreteLagrangian",
     "Drift",
     "ExplicitEuler",
+    "ExplicitRungeKutta",
     "ImplicitMidpoint",
+    "Integrator",
     "Kahan",
     "Kick",
     "NumericalFlow",
+    "Oriented",
+    "Reason",
     "RigidBodySplitting",
+    "Setting",
     "Splitting",
+    "SplittingScheme",
     "StepStatus",
     "StormerVerlet",
     "SymplecticEuler",
     "Traits",
+    "build",
     "flows",
     "get",
+    "settings_for",
 ]

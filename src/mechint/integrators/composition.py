@@ -8,43 +8,57 @@ Of the quantities the base keeps exactly, the composition keeps those that do no
 depend on the step size: the system's own invariants (a modified integral of the base,
 such as Kahan's K_k(h), changes with γ_i h and is not kept).
 
-The stages run in a ``lax.scan`` over γ (one compiled copy of the base step).
-``unroll=True`` writes them out instead: measured slower to compile and to run on CPU
-(Kahan-Li 8 of the rigid-body Strang splitting: 17 s against 0.4 s to compile, 10.5 s
-against 0.21 s for 10⁵ steps; XLA's fusion recomputes shared subexpressions).
+The stages run in the stage loop shared with splittings (``stages.advance``): a
+``lax.scan`` over γ, one compiled copy of the base step.  Unrolling them was measured
+slower to compile and to run on CPU (Kahan-Li 8 of the rigid-body Strang splitting:
+17 s against 0.4 s to compile, 10.5 s against 0.21 s for 10⁵ steps; XLA's fusion
+recomputes shared subexpressions), so it is not offered.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
-
-import jax
-import jax.numpy as jnp
+from typing import ClassVar, final
 
 from mechint.errors import InputError
-from mechint.integrators import composition_schemes
-from mechint.integrators.base import StepStatus, Traits
-from mechint.integrators.splitting import combine
+from mechint.integrators import composition_schemes, stages
 from mechint.integrators.stormer_verlet import StormerVerlet
+from mechint.maps import Integrator, Setting, StepStatus, Traits
+from mechint.systems.canonical import Canonical
 
 
+@final
 @dataclasses.dataclass(frozen=True)
-class Composition:
-    base: object = dataclasses.field(default_factory=StormerVerlet)
-    scheme: object = "yoshida4"
-    unroll: bool = False
+class Composition(Integrator):
+    base: Integrator = dataclasses.field(default_factory=StormerVerlet)
+    scheme: composition_schemes.CompositionScheme | str = "yoshida4"
 
     name: ClassVar[str] = "composition"
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting(
+            "scheme",
+            "composition: " + ", ".join(composition_schemes.SCHEMES) + " (default yoshida4)",
+        ),
+        Setting(
+            "base",
+            "composition: the symmetric base method (default stormer-verlet for canonical "
+            "systems, splitting otherwise)",
+            default=lambda system: (
+                "stormer-verlet" if isinstance(system, Canonical) else "splitting"
+            ),
+            integrator=True,
+        ),
+    )
 
     def __post_init__(self):
         if not isinstance(self.scheme, composition_schemes.CompositionScheme):
             object.__setattr__(self, "scheme", composition_schemes.get(self.scheme))
-        for attr in ("step", "traits", "check"):
-            if not hasattr(self.base, attr):
-                raise InputError(
-                    "base", f"{self.base!r} is not a mechint integrator (it lacks {attr!r})"
-                )
+        if not isinstance(self.base, Integrator):
+            raise InputError(
+                "base",
+                f"{self.base!r} is not a mechint integrator",
+                "pass an instance of a mechint.integrators.Integrator subclass",
+            )
         if not self.base.traits.symmetric:
             raise InputError(
                 "base",
@@ -55,40 +69,29 @@ class Composition:
             )
 
     @property
-    def traits(self) -> Traits:
+    def gamma(self) -> tuple[float, ...]:
+        scheme = self.scheme
+        assert isinstance(scheme, composition_schemes.CompositionScheme)
+        return scheme.gamma
+
+    @property
+    def traits(self) -> Traits:  # type: ignore[override]
         t = self.base.traits
+        scheme = self.scheme
+        assert isinstance(scheme, composition_schemes.CompositionScheme)
         return Traits(
-            order=max(t.order, self.scheme.order),
+            order=max(t.order, scheme.order),
             symmetric=True,
             explicit=t.explicit,
             symplectic=t.symplectic,
             poisson=t.poisson,
         )
 
-    @property
-    def failure(self) -> str:
-        return getattr(self.base, "failure", "a stage failed")
+    def cannot_serve(self, system) -> str | None:
+        return self.base.cannot_serve(system)
 
-    def check(self, system) -> None:
-        self.base.check(system)
-
-    def step(self, system, x, h):
-        if self.unroll:
-            statuses = []
-            for g in self.scheme.gamma:
-                x, status = self.base.step(system, x, g * h)
-                statuses.append(status)
-            return x, combine(statuses)
-
-        def stage(carry, g):
-            x, ok, res = carry
-            x, status = self.base.step(system, x, g * h)
-            return (x, ok & status.ok, jnp.maximum(res, status.residual)), None
-
-        gamma = jnp.asarray(self.scheme.gamma, dtype=jax.tree.leaves(x)[0].dtype)
-        init = (x, jnp.asarray(True), jnp.zeros((), dtype=gamma.dtype))
-        (x, ok, res), _ = jax.lax.scan(stage, init, gamma)
-        return x, StepStatus(ok, res)
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        return stages.advance(system, x, h, [(self.base, g) for g in self.gamma])
 
     def preserved(self, system, x, h) -> dict:
         kept = self.base.preserved(system, x, h)

@@ -27,55 +27,51 @@ K = P̃ + λM + λ²J², H(M, P̃) and the Casimirs tr P^k.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import jax.numpy as jnp
 
-from mechint.integrators.base import StepStatus, Traits, require
 from mechint.lie import cayley, orthonormalize, so_dim, so_hat, so_vee
+from mechint.maps import Integrator, Reason, StepStatus, Traits, combine, serves_only, status
 from mechint.solvers import Newton
 from mechint.solvers.linear import positive_stable
 from mechint.systems import _son
-from mechint.systems.clebsch import ClebschTop
-from mechint.systems.free_rigid_body import FreeRigidBody
-from mechint.systems.quadratic_potential import QuadraticPotentialTop
-
-_SERVES = (FreeRigidBody, QuadraticPotentialTop, ClebschTop)
 
 
-def _split(system, x):
-    """(M, P or None, p or None) from a state of one of the served systems."""
-    if isinstance(system, FreeRigidBody):
-        return x, None, None
-    if isinstance(system, ClebschTop):
-        M, p = x
-        return M, p[..., :, None] * p[..., None, :], p
-    M, P = x
-    return M, P, None
+class BodyRotationMap(Integrator):
+    """A map of a rigid body that also gives the body rotation W_k = g_kᵀ g_{k+1} of each
+    step, so that ``integrators.Oriented`` can carry the attitude g along."""
+
+    @abc.abstractmethod
+    def step_with_rotation(self, system, x, h) -> tuple[Any, Any, StepStatus]:
+        """One step; returns (x_{k+1}, W_k, status)."""
+
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        x_next, _, st = self.step_with_rotation(system, x, h)
+        return x_next, st
 
 
 @dataclasses.dataclass(frozen=True)
-class DiscreteLagrangian:
-    """Suris / Moser-Veselov map for FreeRigidBody, QuadraticPotentialTop and ClebschTop.
+class DiscreteLagrangian(BodyRotationMap):
+    """Suris / Moser-Veselov map for FreeRigidBody, QuadraticPotentialTop and ClebschTop
+    (every ``systems.Body``).
 
     ``solver``: Newton settings for the W equation; ``check_branch``: verify that the
-    solution lies on the branch W → I (see the module docstring); on by default.
+    solution lies on the branch W → I (see the module docstring); on by default.  A
+    failed step is ``Reason.NOT_CONVERGED`` or ``Reason.WRONG_BRANCH``.
     """
 
     solver: Newton = dataclasses.field(default_factory=lambda: Newton(rtol=1e-14, max_iter=20))
     check_branch: bool = True
 
     name: ClassVar[str] = "discrete-lagrangian"
-    traits: ClassVar[Traits] = Traits(order=2, symmetric=True, explicit=False, poisson=True)
-    failure: ClassVar[str] = (
-        "the W equation had no solution on the branch W ≈ I (Newton did not converge, "
-        "or converged to another branch; residual = max-norm of ε M_k − (Q W J − J Wᵀ Q)): "
-        "decrease h"
-    )
+    traits = Traits(order=2, symmetric=True, explicit=False, poisson=True)  # type: ignore[assignment]
 
-    def check(self, system) -> None:
-        require(self, system, _SERVES)
+    def cannot_serve(self, system) -> str | None:
+        why = serves_only(system, (_son.Body,))
+        return None if why is None else why + " (FreeRigidBody, QuadraticPotentialTop, ClebschTop)"
 
     # -- the map -----------------------------------------------------------------------
     def solve_W(self, J, M, P, h):
@@ -100,40 +96,33 @@ class DiscreteLagrangian:
             tangent_map=lambda W, d: W @ so_hat(d, n),
         )
         W = orthonormalize(W)  # remove the round-off the Cayley updates accumulated
-        ok = st.converged
-        if self.check_branch:
-            ok = ok & positive_stable((Q @ W) / J[:, None])
-        return W, StepStatus(ok, st.residual)
+        newton = status(st.converged, st.residual, Reason.NOT_CONVERGED)
+        if not self.check_branch:
+            return W, newton
+        branch = status(positive_stable((Q @ W) / J[:, None]), st.residual, Reason.WRONG_BRANCH)
+        return W, combine([newton, branch])
 
-    def step_with_rotation(self, system, x, h):
+    def step_with_rotation(self, system: _son.Body, x, h):
         """One step; returns (x_{k+1}, W_k, StepStatus) (W_k = g_kᵀ g_{k+1})."""
-        M, P, p = _split(system, x)
+        M, P = system.body_split(x)
         J = system.J
-        W, status = self.solve_W(J, M, P, h)
+        W, st = self.solve_W(J, M, P, h)
         QW = W if P is None else W - 0.5 * h * h * (P @ W)
         JQW = J[:, None] * QW
         M_next = (JQW - JQW.T) / h
-        if isinstance(system, FreeRigidBody):
-            return M_next, W, status
-        if p is not None:
-            return (M_next, W.T @ p), W, status
-        return (M_next, W.T @ P @ W), W, status
-
-    def step(self, system, x, h) -> tuple[object, StepStatus]:
-        x_next, _, status = self.step_with_rotation(system, x, h)
-        return x_next, status
+        return system.body_advance(x, M_next, W), W, st
 
     # -- what the map keeps ------------------------------------------------------------
-    def modified_P(self, system, x, h):
+    def modified_P(self, system: _son.Body, x, h):
         """P̃ = P − ε²P²/4 (zero for the free body)."""
-        M, P, _ = _split(system, x)
+        M, P = system.body_split(x)
         if P is None:
             return jnp.zeros_like(M)
         return P - 0.25 * h * h * (P @ P)
 
     def lax_matrix(self, system, x, h, lam):
         """The discrete Lax matrix L_k(λ) = I − ε²(P̃ + λM + λ²J²), isospectral along the map."""
-        M = _split(system, x)[0]
+        M = system.body_split(x)[0]
         K = self.modified_P(system, x, h) + lam * M + lam**2 * jnp.diag(system.J**2)
         return jnp.eye(M.shape[-1], dtype=M.dtype) - h * h * K
 
@@ -141,9 +130,9 @@ class DiscreteLagrangian:
         """H(M, P̃) ('H~'), the spectral invariants of P̃ + λM + λ²J² ('L{k}_{d}~') and the
         Casimirs.  For the free body (P̃ = P = 0) these are the body's own integrals: the
         Moser-Veselov map keeps H, tr M^{2i} and Manakov's integrals exactly."""
-        if isinstance(system, FreeRigidBody):
+        M, P = system.body_split(x)
+        if P is None:
             return system.invariants(x)
-        M = _split(system, x)[0]
         Pt = self.modified_P(system, x, h)
         J = system.J
         out = {

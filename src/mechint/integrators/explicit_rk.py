@@ -8,12 +8,12 @@ maps are measured against.
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, final
 
 import jax
 
 from mechint.integrators import tableau as tab
-from mechint.integrators.base import StepStatus, Traits, ok_status, require_vector_field
+from mechint.maps import Integrator, StepStatus, Traits, ok_status
 
 
 def rk_step(table: tab.ButcherTableau, system, x, h):
@@ -32,38 +32,34 @@ def rk_step(table: tab.ButcherTableau, system, x, h):
 
 
 @dataclasses.dataclass(frozen=True)
-class ExplicitRungeKutta:
-    """An explicit RK method given by its checked ``tableau`` (class data)."""
+class ExplicitRungeKutta(Integrator):
+    """An explicit RK method given by its checked ``tableau`` (class data; abstract)."""
 
-    name: ClassVar[str]
     tableau: ClassVar[tab.ButcherTableau]
-    traits: ClassVar[Traits]
-    failure: ClassVar[str] = "the new state is not finite"
 
-    def check(self, system) -> None:
-        require_vector_field(self, system)
+    def cannot_serve(self, system) -> str | None:
+        return None  # every system has a vector field
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
         x_next = rk_step(self.tableau, system, x, h)
         return x_next, ok_status(x_next)
 
-    def preserved(self, system, x, h) -> dict:
-        return {}
 
-
+@final
 @dataclasses.dataclass(frozen=True)
 class ExplicitEuler(ExplicitRungeKutta):
     """Explicit Euler, x_{k+1} = x_k + h f(x_k). Order 1, not symmetric."""
 
     name: ClassVar[str] = "explicit-euler"
     tableau: ClassVar[tab.ButcherTableau] = tab.EULER
-    traits: ClassVar[Traits] = Traits(order=1, symmetric=False, explicit=True)
+    traits = Traits(order=1, symmetric=False, explicit=True)  # type: ignore[assignment]
 
 
+@final
 @dataclasses.dataclass(frozen=True)
 class RK4(ExplicitRungeKutta):
     """The classical fourth-order Runge-Kutta method. Order 4, not symmetric."""
 
     name: ClassVar[str] = "rk4"
     tableau: ClassVar[tab.ButcherTableau] = tab.RK4
-    traits: ClassVar[Traits] = Traits(order=4, symmetric=False, explicit=True)
+    traits = Traits(order=4, symmetric=False, explicit=True)  # type: ignore[assignment]

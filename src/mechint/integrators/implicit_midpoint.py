@@ -10,26 +10,24 @@ yet it is not a Poisson map for hat(m).
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, final
 
 import jax
 
-from mechint.integrators.base import StepStatus, Traits, require_vector_field
+from mechint.maps import Integrator, Reason, StepStatus, Traits, kept, status
 from mechint.solvers import Newton
 
 
+@final
 @dataclasses.dataclass(frozen=True)
-class ImplicitMidpoint:
+class ImplicitMidpoint(Integrator):
     solver: Newton = dataclasses.field(default_factory=Newton)
 
     name: ClassVar[str] = "midpoint"
-    traits: ClassVar[Traits] = Traits(order=2, symmetric=True, explicit=False, symplectic=True)
-    failure: ClassVar[str] = (
-        "Newton did not converge (residual = max-norm of the midpoint equation)"
-    )
+    traits = Traits(order=2, symmetric=True, explicit=False, symplectic=True)  # type: ignore[assignment]
 
-    def check(self, system) -> None:
-        require_vector_field(self, system)
+    def cannot_serve(self, system) -> str | None:
+        return None  # every system has a vector field
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
         f = system.vector_field
@@ -39,10 +37,8 @@ class ImplicitMidpoint:
             return jax.tree.map(lambda zz, xx, v: zz - xx - h * v, z, x, f(mid))
 
         guess = jax.tree.map(lambda xx, v: xx + h * v, x, f(x))
-        z, status = self.solver.solve(residual, guess)
-        return z, StepStatus(status.converged, status.residual)
+        z, st = self.solver.solve(residual, guess)
+        return z, status(st.converged, st.residual, Reason.NOT_CONVERGED)
 
     def preserved(self, system, x, h) -> dict:
-        names = getattr(system, "quadratic_invariants", ())
-        values = system.invariants(x)
-        return {name: values[name] for name in names}
+        return kept(system, system.quadratic_invariants, x)

@@ -11,47 +11,56 @@ to O(h^order).
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, final
 
 from mechint.errors import InputError
-from mechint.integrators.base import Traits, require
 from mechint.integrators.composition import Composition
-from mechint.integrators.flows import AxisRotation
 from mechint.integrators.splitting import Splitting
-from mechint.systems.euler_top import EulerTop
+from mechint.maps import Integrator, Setting, StepStatus, Traits, kept, serves_only
+from mechint.systems.euler_top import AxisRotation, EulerTop
 
 SCHEME_FOR_ORDER = {4: "suzuki4", 6: "kahan-li6", 8: "kahan-li8"}
 
 _STRANG = Splitting((AxisRotation(0), AxisRotation(1), AxisRotation(2)), "strang")
 
 
+def _order(text) -> int:
+    try:
+        return int(str(text))
+    except ValueError:
+        raise InputError("order", f"expected a whole number, got {text!r}") from None
+
+
+@final
 @dataclasses.dataclass(frozen=True)
-class RigidBodySplitting:
+class RigidBodySplitting(Integrator):
     order: int = 2
 
     name: ClassVar[str] = "rigid-body-splitting"
-    failure: ClassVar[str] = "the new state is not finite"
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting("order", "rigid-body-splitting: 2 (default), 4, 6 or 8", _order),
+    )
 
     def __post_init__(self):
         if self.order not in (2, *SCHEME_FOR_ORDER):
             raise InputError("order", f"must be 2, 4, 6 or 8, got {self.order!r}")
 
     @property
-    def method(self):
+    def method(self) -> Integrator:
         """The Strang splitting, or its composition for order > 2."""
         if self.order == 2:
             return _STRANG
         return Composition(_STRANG, SCHEME_FOR_ORDER[self.order])
 
     @property
-    def traits(self) -> Traits:
+    def traits(self) -> Traits:  # type: ignore[override]
         return Traits(order=self.order, symmetric=True, explicit=True, poisson=True)
 
-    def check(self, system) -> None:
-        require(self, system, (EulerTop,))
+    def cannot_serve(self, system) -> str | None:
+        return serves_only(system, (EulerTop,))
 
-    def step(self, system, m, h):
-        return self.method.step(system, m, h)
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        return self.method.step(system, x, h)
 
-    def preserved(self, system, m, h) -> dict:
-        return system.casimirs(m)
+    def preserved(self, system, x, h) -> dict:
+        return kept(system, ("C",), x)

@@ -14,31 +14,35 @@ splitting of the V and T flows, and keeps momentum maps of the form qᵀDp exact
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, final
 
-import jax.numpy as jnp
-
-from mechint.integrators.base import StepStatus, Traits, ok_status, require
-from mechint.integrators.symplectic_euler import implicit_half, momentum_maps_kept
+from mechint.integrators.symplectic_euler import implicit_half
+from mechint.maps import (
+    Integrator,
+    StepStatus,
+    Traits,
+    combine,
+    kept,
+    ok_status,
+    serves_only,
+)
 from mechint.solvers import Newton
 from mechint.systems.canonical import Canonical, Separable
 
 
+@final
 @dataclasses.dataclass(frozen=True)
-class StormerVerlet:
+class StormerVerlet(Integrator):
     solver: Newton = dataclasses.field(default_factory=Newton)
 
     # explicit for separable H (their use); a general H(q, p) takes Newton solves
     name: ClassVar[str] = "stormer-verlet"
-    traits: ClassVar[Traits] = Traits(order=2, symmetric=True, explicit=True, symplectic=True)
-    failure: ClassVar[str] = (
-        "the new state is not finite, or (non-separable H) Newton did not converge"
-    )
+    traits = Traits(order=2, symmetric=True, explicit=True, symplectic=True)  # type: ignore[assignment]
 
-    def check(self, system) -> None:
-        require(self, system, (Canonical,))
+    def cannot_serve(self, system) -> str | None:
+        return serves_only(system, (Canonical,))
 
-    def step(self, system, x, h):
+    def step(self, system: Canonical, x, h) -> tuple[object, StepStatus]:
         q, p = x
         if isinstance(system, Separable):
             p = p - (0.5 * h) * system.potential_gradient(q)
@@ -53,7 +57,7 @@ class StormerVerlet:
             self.solver, lambda z: q + (0.5 * h) * (v0 + Hp(z, half)), q + h * v0
         )
         p1 = half - (0.5 * h) * Hq(q1, half)
-        return (q1, p1), StepStatus(s1.ok & s2.ok, jnp.maximum(s1.residual, s2.residual))
+        return (q1, p1), combine([s1, s2])
 
     def preserved(self, system, x, h) -> dict:
-        return momentum_maps_kept(system, x)
+        return kept(system, system.momentum_maps, x)

@@ -13,49 +13,51 @@ every momentum map of the form qᵀDp exactly (e.g. Kepler's angular momentum).
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, final
 
 from mechint.errors import InputError
-from mechint.integrators.base import StepStatus, Traits, ok_status, require
+from mechint.maps import (
+    Integrator,
+    Reason,
+    Setting,
+    StepStatus,
+    Traits,
+    kept,
+    ok_status,
+    serves_only,
+    status,
+)
 from mechint.solvers import Newton
 from mechint.systems.canonical import Canonical, Separable
 
 
-def momentum_maps_kept(system, x) -> dict:
-    """The system's invariants of the form qᵀDp, kept by symplectic partitioned maps."""
-    names = getattr(system, "momentum_maps", ())
-    if not names:
-        return {}
-    values = system.invariants(x)
-    return {name: values[name] for name in names}
-
-
 def implicit_half(solver: Newton, equation, guess):
     """Solve z = equation(z) by Newton from ``guess``; returns (z, StepStatus)."""
-    z, status = solver.solve(lambda z: z - equation(z), guess)
-    return z, StepStatus(status.converged, status.residual)
+    z, st = solver.solve(lambda z: z - equation(z), guess)
+    return z, status(st.converged, st.residual, Reason.NOT_CONVERGED)
 
 
+@final
 @dataclasses.dataclass(frozen=True)
-class SymplecticEuler:
+class SymplecticEuler(Integrator):
     variant: str = "A"
     solver: Newton = dataclasses.field(default_factory=Newton)
 
     # explicit for separable H (their use); a general H(q, p) takes Newton solves
     name: ClassVar[str] = "symplectic-euler"
-    traits: ClassVar[Traits] = Traits(order=1, symmetric=False, explicit=True, symplectic=True)
-    failure: ClassVar[str] = (
-        "the new state is not finite, or (non-separable H) Newton did not converge"
+    traits = Traits(order=1, symmetric=False, explicit=True, symplectic=True)  # type: ignore[assignment]
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting("variant", "symplectic-euler: A (Marsden Example 1, default) or B"),
     )
 
     def __post_init__(self):
         if self.variant not in ("A", "B"):
             raise InputError("variant", f"must be 'A' or 'B', got {self.variant!r}")
 
-    def check(self, system) -> None:
-        require(self, system, (Canonical,))
+    def cannot_serve(self, system) -> str | None:
+        return serves_only(system, (Canonical,))
 
-    def step(self, system, x, h):
+    def step(self, system: Canonical, x, h) -> tuple[object, StepStatus]:
         q, p = x
         if isinstance(system, Separable):
             if self.variant == "A":
@@ -74,4 +76,4 @@ class SymplecticEuler:
         return (q + h * Hp(q, p1), p1), status
 
     def preserved(self, system, x, h) -> dict:
-        return momentum_maps_kept(system, x)
+        return kept(system, system.momentum_maps, x)

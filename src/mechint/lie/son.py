@@ -11,6 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from mechint.solvers.linear import solve
+
 
 def skew(A: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
     """(A − Aᵀ)/2."""
@@ -77,8 +79,6 @@ def sym_hat(v: Float[Array, "... d"], n: int) -> Float[Array, "... n n"]:
 
 def cayley(X: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
     """cay(X) = (I − X/2)⁻¹(I + X/2): maps so(n) into SO(n); cay(X) = I + X + X²/2 + O(X³)."""
-    from mechint.solvers.linear import solve
-
     eye = jnp.eye(X.shape[-1], dtype=X.dtype)
     return solve(eye - 0.5 * X, eye + 0.5 * X, pivot=False)
 

@@ -6,6 +6,8 @@ import jax
 import numpy as np
 from matplotlib.figure import Figure
 
+from mechint.diagnostics import invariant_errors, preserved_errors
+
 FIGURE_FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
 _FLOOR = 1e-17  # exact zeros drawn at this level on log axes
 
@@ -25,8 +27,6 @@ def trajectory_figure(traj, member: int = 0) -> Figure:
             ax_x.plot(traj.t, arr[:, j], lw=1, label=f"{name}{j + 1}")
     ax_x.set(xlabel="t", title="state")
     ax_x.legend(loc="upper right", fontsize=8)
-    from mechint.diagnostics import invariant_errors, preserved_errors
-
     errs = {**invariant_errors(traj.system, traj), **preserved_errors(traj)}
     for name, err in errs.items():
         ax_e.semilogy(traj.t, _log_positive(pick(err)), lw=1, label=name)

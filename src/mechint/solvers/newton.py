@@ -15,6 +15,8 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Bool, Float, Int
 
+from mechint._validate import count
+from mechint.errors import InputError
 from mechint.solvers.linear import solve
 
 
@@ -38,14 +40,10 @@ class Newton:
     max_iter: int = 30
 
     def __post_init__(self):
-        from mechint._validate import count
-
         count("max_iter", self.max_iter)
         for name in ("rtol", "atol"):
             value = getattr(self, name)
             if not (value >= 0.0 and value < 1.0):
-                from mechint.errors import InputError
-
                 raise InputError(name, f"must be in [0, 1), got {value!r}")
 
     def solve(

@@ -1,16 +1,40 @@
-"""Mechanical systems as immutable JAX pytrees (see ``mechint.systems.base``)."""
+"""Mechanical systems as immutable JAX pytrees (see ``mechint.systems.base``).
+
+``SYSTEMS`` is the registry of the models the CLI and experiment files build from
+numbers (their ``parameter_table``); adding a system is its module plus one line here
+(``docs/extending.md``).
+"""
 
 from mechint._validate import lookup
-from mechint.systems.canonical import Hamiltonian, SeparableHamiltonian
+from mechint.systems._son import Body
+from mechint.systems.base import (
+    ExactSolution,
+    HamiltonianSystem,
+    LevelSetSampler,
+    NaturalSplit,
+    Parameter,
+    PoissonSystem,
+    QuadraticVectorField,
+    StateOption,
+    System,
+)
+from mechint.systems.canonical import (
+    Canonical,
+    Drift,
+    Hamiltonian,
+    Kick,
+    Separable,
+    SeparableHamiltonian,
+)
 from mechint.systems.canonical_models import HarmonicOscillator, HenonHeiles, Kepler, Pendulum
 from mechint.systems.clebsch import ClebschTop
-from mechint.systems.euler_top import EulerTop
+from mechint.systems.euler_top import AxisRotation, EulerTop
 from mechint.systems.free_rigid_body import FreeRigidBody
 from mechint.systems.quadratic_field import LotkaVolterra, QuadraticField
 from mechint.systems.quadratic_potential import QuadraticPotentialTop
 
 # The models the CLI can build from numbers (the others take user functions or tensors).
-SYSTEMS = {
+SYSTEMS: dict[str, type[System]] = {
     cls.name: cls
     for cls in (
         EulerTop,
@@ -25,25 +49,41 @@ SYSTEMS = {
     )
 }
 
+# The exact flows of the systems' natural pieces (re-exported by mechint.integrators).
+FLOWS = (AxisRotation, Drift, Kick)
 
-def get(name: str):
+
+def get(name: str) -> type[System]:
     """The system class registered under the CLI name ``name``."""
     return lookup("system", SYSTEMS, name)
 
 
 __all__ = [
+    "FLOWS",
     "SYSTEMS",
+    "Body",
+    "Canonical",
     "ClebschTop",
     "EulerTop",
+    "ExactSolution",
     "FreeRigidBody",
     "Hamiltonian",
+    "HamiltonianSystem",
     "HarmonicOscillator",
     "HenonHeiles",
     "Kepler",
+    "LevelSetSampler",
     "LotkaVolterra",
+    "NaturalSplit",
+    "Parameter",
     "Pendulum",
+    "PoissonSystem",
     "QuadraticField",
     "QuadraticPotentialTop",
+    "QuadraticVectorField",
+    "Separable",
     "SeparableHamiltonian",
+    "StateOption",
+    "System",
     "get",
 ]

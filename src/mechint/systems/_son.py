@@ -9,6 +9,9 @@ L(−λ) = L(λ)ᵀ).
 
 from __future__ import annotations
 
+import abc
+from typing import Any, ClassVar
+
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
@@ -16,6 +19,14 @@ from jaxtyping import Array, Float
 from mechint._validate import positive_vector, real_array
 from mechint.errors import InputError
 from mechint.lie import so_index, sym_index
+from mechint.systems.base import (
+    LevelSetSampler,
+    Parameter,
+    PoissonSystem,
+    StateOption,
+    required,
+    validate_vector_state,
+)
 
 # Relative size of M + Mᵀ (or P − Pᵀ) accepted as round-off in a user's state.
 _STRUCTURE_RTOL = 1e-12
@@ -26,12 +37,20 @@ def inertia(J) -> np.ndarray:
     return positive_vector("J", J, None, min_length=2)
 
 
-class Body:
-    """Shared by the rigid bodies on so(n): the parameter J (validated), n, the shape of
-    the matrix leaf of the state, and the repr.  Subclasses are frozen dataclasses with
-    ``repr=False``."""
+class Body(PoissonSystem, LevelSetSampler):
+    """The capability of the rigid bodies on so(n) (served by the discrete Lagrangian
+    map): the parameter J (validated), n, the shape of the matrix leaf of the state, the
+    repr, random states on the Casimirs' level set, and the body split
+    x ↦ (M, P or None) with its update under a rotation W.  Subclasses are frozen
+    dataclasses with ``repr=False``."""
 
     J: Float[Array, " n"]
+
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        Parameter(
+            "J", "J1,...,Jn > 0 (any n >= 2)", lambda v: {"J": v}, required=True, example="1,2,3"
+        ),
+    )
 
     def __init__(self, J=(1.0, 2.0, 3.0)):
         object.__setattr__(self, "J", jnp.asarray(inertia(J)))
@@ -46,6 +65,69 @@ class Body:
     @property
     def state_shape(self) -> tuple[int, ...]:
         return (self.n, self.n)
+
+    def omega(self, M: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
+        return omega(M, self.J)
+
+    def parameters(self) -> dict:
+        return {"J": [float(v) for v in np.asarray(self.J)]}
+
+    @abc.abstractmethod
+    def body_split(self, x) -> tuple[Any, Any]:
+        """(M, P) of the state, P = None for the free body (P = ppᵀ for Clebsch)."""
+
+    @abc.abstractmethod
+    def body_advance(self, x, M_next, W) -> Any:
+        """The next state from M_{k+1} and the body rotation W_k (P ↦ WᵀPW, p ↦ Wᵀp)."""
+
+    def sample_level_set(self, rng: np.random.Generator, count: int, spec: dict) -> Any:
+        """Q·x·Qᵀ (and Qp) for Haar-random Q ∈ SO(n) around the one base state given in
+        ``spec`` (one entry per state field): every Casimir is the same."""
+        fields = [f for f, _ in self.state_fields]
+        base = tuple(np.asarray(spec[f], dtype=float) for f in fields if f in spec)
+        if len(base) != len(fields):
+            raise InputError("initial", f"give one base state ({fields}) to rotate randomly")
+        state, batched = self.validate_state(base[0] if len(base) == 1 else base, "initial")
+        if batched:
+            raise InputError("initial", "give one base state to rotate, not a list")
+        Q = haar_so(rng, count, self.n)
+        leaves = state if isinstance(state, tuple) else (state,)
+        out = tuple(
+            Q @ a @ np.swapaxes(Q, 1, 2) if a.ndim == 2 else np.einsum("bij,j->bi", Q, a)
+            for a in leaves
+        )
+        return out[0] if len(out) == 1 else out
+
+    def _generic_M(self, rng: np.random.Generator) -> np.ndarray:
+        A = 0.5 * rng.standard_normal((self.n, self.n))
+        return A - A.T
+
+    def _M0(self, given: dict) -> np.ndarray:
+        n = self.n
+        example = "0,1,2;-1,0,3;-2,-3,0" if n == 3 else f"an {n}x{n} skew matrix, rows split by ';'"
+        return required(given, "M0", self.name, f"give {example}")
+
+
+def validate_pair(system: Body, x, second: str):
+    """``system.validate_state(x)`` with errors naming M0 or ``second`` (P0 or p0)."""
+    try:
+        return system.validate_state(x, "x0")[0]
+    except InputError as exc:
+        option = "M0" if "[0]" in exc.parameter else second
+        raise InputError(option, exc.problem, exc.fix) from None
+
+
+M0_OPTION = StateOption("M0", "initial skew body momentum M (n x n)")
+
+
+def haar_so(rng: np.random.Generator, count: int, n: int) -> np.ndarray:
+    """``count`` Haar-random rotations in SO(n)."""
+    Z = rng.standard_normal((count, n, n))
+    Q, R = np.linalg.qr(Z)
+    Q = Q * np.sign(np.diagonal(R, axis1=1, axis2=2))[:, None, :]
+    det = np.linalg.det(Q)
+    Q[:, :, 0] *= np.sign(det)[:, None]
+    return Q
 
 
 def omega(M: Float[Array, "... n n"], J: Float[Array, " n"]) -> Float[Array, "... n n"]:
@@ -199,6 +281,4 @@ def matrix_state(name: str, value, n: int, kind: str) -> tuple[np.ndarray, bool]
 
 def vector_state(name: str, value, n: int) -> tuple[np.ndarray, bool]:
     """A vector in R^n or a batch (B, n)."""
-    from mechint.systems.base import validate_vector_state
-
     return validate_vector_state(name, value, n)

@@ -1,25 +1,208 @@
-"""What every system provides, and the state validation shared by all of them.
+"""What every system declares, the capability bases, and the state validation they share.
 
 A system is an immutable JAX pytree (parameters are leaves, so one compiled run serves
-every parameter value).  It provides
+every parameter value); concrete systems are final, bases abstract (STYLE.md §1, §11).
+``System`` declares what every system has:
 
-- ``name`` (CLI name), ``state_fields``: ``((var, dims), ...)`` naming the state leaves
-  and their component dimensions (used by io), ``state_shape``: the shape of each leaf;
-- ``vector_field(x)``, ``hamiltonian(x)``, ``casimirs(x) -> dict``,
-  ``invariants(x) -> dict`` (Hamiltonian, Casimirs and other first integrals),
-  ``quadratic_invariants`` (names of invariants quadratic in x: kept by implicit midpoint),
-  ``poisson_tensor(x)``;
-- ``parameters() -> dict`` (plain floats/lists, for metadata) and ``validate_state``.
+- ``name`` (CLI name), ``state_fields`` ``((var, dims), ...)`` naming the state leaves
+  and their component dimensions (io), ``state_shape`` (shape of the last leaf);
+- ``vector_field(x)``, ``invariants(x) -> dict``, ``casimirs(x) -> dict``,
+  ``quadratic_invariants`` (names of invariants quadratic in x: kept by implicit midpoint)
+  and ``momentum_maps`` (invariants qᵀDp: kept by symplectic partitioned maps);
+- its facts: ``parameter_table`` (name, help, parser: the CLI options and experiment
+  keys are generated from it), ``state_options`` and ``state_from_options`` (the initial
+  state from named inputs), ``example_state()``, ``parameters()`` (plain data) and
+  ``validate_state``.
+
+Capabilities are bases the type checker sees, never attributes probed with ``hasattr``:
+``HamiltonianSystem`` (H), ``PoissonSystem`` (coordinates and Poisson tensor Π(x) with
+ẋ = Π∇H), ``QuadraticVectorField`` (ẋ = Q(x, x) + Bx + c: Kahan's domain),
+``ExactSolution``, ``LevelSetSampler`` (random states sharing the Casimirs),
+``NaturalSplit`` (exact flows of the pieces of H).  ``canonical.Canonical`` and
+``_son.Body`` are the canonical and rigid-body-on-so(n) capabilities.
 
 Every method works on batched states (leading axes) as well.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import abc
+import dataclasses
+from collections.abc import Callable
+from typing import Any, ClassVar
 
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from mechint import maps
 from mechint._validate import real_array
 from mechint.errors import InputError
+from mechint.solvers.linear import solve
+
+
+@dataclasses.dataclass(frozen=True)
+class Parameter:
+    """A constructor parameter as the CLI (``--name``) and experiment files give it.
+
+    ``to_kwargs`` turns the numbers read (a float array) into constructor keywords;
+    ``required``: no default exists (the CLI asks for it, with ``example``)."""
+
+    name: str
+    help: str
+    to_kwargs: Callable[[np.ndarray], dict] | None = None
+    required: bool = False
+    example: str = ""
+
+    def kwargs(self, values: np.ndarray) -> dict:
+        if self.to_kwargs is None:
+            return {self.name: values}
+        return self.to_kwargs(values)
+
+
+@dataclasses.dataclass(frozen=True)
+class StateOption:
+    """A named input of the initial state (``--name`` on the command line)."""
+
+    name: str
+    help: str
+
+
+class System(abc.ABC):
+    """A mechanical model as data (see the module docstring)."""
+
+    name: ClassVar[str] = "system"
+    parameter_table: ClassVar[tuple[Parameter, ...]] = ()
+    state_options: ClassVar[tuple[StateOption, ...]] = ()
+    quadratic_invariants: ClassVar[tuple[str, ...]] = ()
+    momentum_maps: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    @abc.abstractmethod
+    def state_fields(self) -> tuple[tuple[str, tuple[str, ...]], ...]: ...
+
+    @property
+    @abc.abstractmethod
+    def state_shape(self) -> tuple[int, ...]: ...
+
+    @abc.abstractmethod
+    def vector_field(self, x) -> Any: ...
+
+    @abc.abstractmethod
+    def invariants(self, x) -> dict[str, Any]: ...
+
+    def casimirs(self, x) -> dict[str, Any]:
+        return {}
+
+    @abc.abstractmethod
+    def parameters(self) -> dict: ...
+
+    @abc.abstractmethod
+    def validate_state(self, x, name: str = "x0") -> tuple[Any, bool]:
+        """(the state as NumPy arrays, batched?) or ``InputError`` naming ``name``."""
+
+    @abc.abstractmethod
+    def example_state(self) -> Any:
+        """A fixed, generic state (no symmetry, moderate size): ``check``/``compare``'s
+        default and the tests' generic state."""
+
+    def state_from_options(self, given: dict[str, np.ndarray], frame=None) -> Any:
+        """The initial state from the ``state_options`` given (name → numbers);
+        ``frame``: the initial attitude g0 when one is carried.  Errors name the option."""
+        (option,) = self.state_options
+        value = required(given, option.name, self.name, "give the state")
+        return validate_as(option.name, self, value)
+
+
+class HamiltonianSystem(System):
+    """A system with an energy H(x) that its flow keeps."""
+
+    @abc.abstractmethod
+    def hamiltonian(self, x) -> Any: ...
+
+
+class PoissonSystem(HamiltonianSystem):
+    """ẋ = Π(x)∇H(x) in coordinates z (``coordinates`` / ``from_coordinates``: the state
+    itself for vectors, independent entries for matrices), with ``poisson_tensor`` Π(x)
+    given in those coordinates."""
+
+    @abc.abstractmethod
+    def coordinates(self, x) -> Float[Array, "... d"]: ...
+
+    @abc.abstractmethod
+    def from_coordinates(self, z) -> Any: ...
+
+    @abc.abstractmethod
+    def poisson_tensor(self, x) -> Float[Array, "... d d"]: ...
+
+
+class QuadraticVectorField(System):
+    """ẋ = Q(x, x) + Bx + c on a vector state (Q polarized): Kahan's domain.
+
+    ``kahan_step`` is Kahan's map for this field: one linear solve
+    (𝟙 − h Q(x, ·) − (h/2) B) x' = x + (h/2) B x + h c; a system with a closed form
+    overrides it.  ``kahan_integrals(x, h)``: the modified integrals the map keeps
+    exactly on this system (none known in general)."""
+
+    @abc.abstractmethod
+    def quadratic_form(self) -> tuple[Array, Array, Array]: ...
+
+    def kahan_step(self, x, h) -> tuple[Any, maps.StepStatus]:
+        Q, B, c = self.quadratic_form()
+        n = x.shape[-1]
+        A = jnp.eye(n, dtype=x.dtype) - h * jnp.einsum("ijk,j->ik", Q, x) - (0.5 * h) * B
+        rhs = x + (0.5 * h) * (B @ x) + h * c
+        x_next = solve(A, rhs)
+        r = jnp.max(jnp.abs(A @ x_next - rhs)) / (
+            jnp.max(jnp.sum(jnp.abs(A), axis=-1)) * jnp.max(jnp.abs(x_next)) + jnp.max(jnp.abs(rhs))
+        )
+        # a backward error above √eps (1.5e-8 in float64) is a singular system
+        ok = jnp.all(jnp.isfinite(x_next)) & (r < jnp.sqrt(jnp.finfo(x.dtype).eps))
+        return x_next, maps.status(ok, jnp.where(jnp.isfinite(r), r, jnp.inf), maps.Reason.SINGULAR)
+
+    def kahan_integrals(self, x, h) -> dict[str, Any]:
+        return {}
+
+
+class ExactSolution(System):
+    """A system whose flow mechint knows in closed form (NumPy, float64 reference)."""
+
+    @abc.abstractmethod
+    def exact_solution(self, x0, t) -> Any:
+        """The exact state at times ``t`` (any shape) from ``x0`` (one state or a batch)."""
+
+
+class LevelSetSampler(System):
+    """A system that draws random states on a level set of its Casimirs."""
+
+    @abc.abstractmethod
+    def sample_level_set(self, rng: np.random.Generator, count: int, spec: dict) -> Any:
+        """``count`` states; ``spec`` holds the experiment's ``[initial]`` entries
+        (a base state, or the Casimir's value).  Errors name ``initial...`` keys."""
+
+
+class NaturalSplit(System):
+    """A system whose Hamiltonian splits into pieces with exact, explicit flows."""
+
+    @abc.abstractmethod
+    def natural_split(self) -> tuple[maps.Integrator, ...]: ...
+
+
+# -- validation shared by the systems ------------------------------------------------------
+def required(given: dict, option: str, system_name: str, fix: str):
+    """``given[option]``, or ``InputError`` saying it is required for this system."""
+    value = given.get(option)
+    if value is None:
+        raise InputError(option, f"required for {system_name}", fix)
+    return value
+
+
+def validate_as(option: str, system: System, value):
+    """``system.validate_state(value)`` with errors naming ``option``."""
+    try:
+        return system.validate_state(value, option)[0]
+    except InputError as exc:
+        raise InputError(option, exc.problem, exc.fix) from None
 
 
 def validate_vector_state(name: str, value, dim: int) -> tuple[np.ndarray, bool]:

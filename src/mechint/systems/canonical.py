@@ -16,18 +16,28 @@ separable H so does each of the T and V flows.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, final
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from mechint import maps
 from mechint._pytree import register_pytree
 from mechint._validate import count
 from mechint.errors import InputError
-from mechint.systems.base import state_pair, validate_vector_state
+from mechint.systems.base import (
+    NaturalSplit,
+    PoissonSystem,
+    StateOption,
+    required,
+    state_pair,
+    validate_vector_state,
+)
 
 
 def _scalar_function(name: str, fn, nargs: int, dof: int) -> None:
@@ -51,14 +61,19 @@ def _scalar_function(name: str, fn, nargs: int, dof: int) -> None:
         )
 
 
-class Canonical:
-    """Shared machinery of canonical systems; a subclass defines ``dof`` and
-    ``energy(q, p)`` for one sample (shape (dof,) each)."""
+class Canonical(PoissonSystem):
+    """The canonical capability: state (q, p), Π = 𝕁 constant, symplectic maps.  A
+    subclass defines ``dof`` and ``energy(q, p)`` for one sample (shape (dof,) each)."""
 
-    state_fields: ClassVar[tuple] = (("q", ("dof",)), ("p", ("dof",)))
-    quadratic_invariants: ClassVar[tuple[str, ...]] = ()
-    momentum_maps: ClassVar[tuple[str, ...]] = ()
+    state_fields = (("q", ("dof",)), ("p", ("dof",)))  # type: ignore[assignment]
+    state_options: ClassVar[tuple[StateOption, ...]] = (
+        StateOption("q0", "initial positions q (canonical systems): comma-separated"),
+        StateOption("p0", "initial momenta p (canonical systems): comma-separated"),
+    )
     dof: int
+
+    @abc.abstractmethod
+    def energy(self, q, p) -> Float[Array, ""]: ...
 
     @property
     def state_shape(self) -> tuple[int, ...]:
@@ -79,9 +94,6 @@ class Canonical:
     def gradient(self, q, p):
         """(∂H/∂q, ∂H/∂p) at one sample."""
         return jax.grad(self.energy, argnums=(0, 1))(q, p)
-
-    def casimirs(self, x) -> dict:
-        return {}
 
     def first_integrals(self, x) -> dict:
         """Invariants besides H (none unless the model knows some)."""
@@ -109,9 +121,33 @@ class Canonical:
 
         return state_pair(name, x, ("q", vector), ("p", vector))
 
+    def example_state(self):
+        d = self.dof
+        return 0.3 * np.cos(np.arange(1, d + 1)), 0.2 * np.sin(np.arange(2, d + 2))
 
-class Separable(Canonical):
-    """H = T(p) + V(q); a subclass defines ``kinetic(p)`` and ``potential(q)`` (one sample)."""
+    def state_from_options(self, given: dict, frame=None):
+        fix = f"give {self.dof} comma-separated numbers"
+        q0 = required(given, "q0", self.name, fix)
+        p0 = required(given, "p0", self.name, fix)
+        try:
+            return self.validate_state((q0, p0), "x0")[0]
+        except InputError as exc:
+            option = "p0" if "(p)" in exc.parameter else "q0"
+            raise InputError(option, exc.problem, exc.fix) from None
+
+
+class Separable(Canonical, NaturalSplit):
+    """H = T(p) + V(q); a subclass defines ``kinetic(p)`` and ``potential(q)`` (one sample).
+    Its natural split is (``Drift``, ``Kick``): the exact flows of T and V."""
+
+    @abc.abstractmethod
+    def kinetic(self, p) -> Float[Array, ""]: ...
+
+    @abc.abstractmethod
+    def potential(self, q) -> Float[Array, ""]: ...
+
+    def natural_split(self) -> tuple[maps.Integrator, ...]:
+        return (Drift(), Kick())
 
     def energy(self, q, p):
         return self.kinetic(p) + self.potential(q)
@@ -129,13 +165,14 @@ class Separable(Canonical):
         return dT, -dV
 
 
+@final
 @register_pytree(meta=("H", "dof"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class Hamiltonian(Canonical):
     """A canonical system with any Hamiltonian ``H(q, p)`` (jax-traceable, one sample,
     q and p of shape (dof,), returning a scalar)."""
 
-    H: object
+    H: Callable
     dof: int
 
     name: ClassVar[str] = "hamiltonian"
@@ -156,14 +193,15 @@ class Hamiltonian(Canonical):
         return {"H": getattr(self.H, "__name__", repr(self.H)), "dof": self.dof}
 
 
+@final
 @register_pytree(meta=("T", "V", "dof"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class SeparableHamiltonian(Separable):
     """H(q, p) = T(p) + V(q) from user functions ``T(p)`` and ``V(q)`` (jax-traceable,
     one sample of shape (dof,), returning a scalar)."""
 
-    T: object
-    V: object
+    T: Callable
+    V: Callable
     dof: int
 
     name: ClassVar[str] = "separable-hamiltonian"
@@ -192,3 +230,44 @@ class SeparableHamiltonian(Separable):
             "V": getattr(self.V, "__name__", repr(self.V)),
             "dof": self.dof,
         }
+
+
+# -- the exact flows of the pieces of a separable Hamiltonian -------------------------------
+@final
+@dataclasses.dataclass(frozen=True)
+class Drift(maps.Integrator):
+    """Exact flow of the kinetic energy T(p) of a separable Hamiltonian: q ← q + t ∇T(p)."""
+
+    name: ClassVar[str] = "drift"
+    traits = maps.EXACT_TRAITS  # type: ignore[assignment]
+
+    def cannot_serve(self, system) -> str | None:
+        return maps.serves_only(system, (Separable,))
+
+    def step(self, system, x, h):
+        q, p = x
+        y = (q + h * system.kinetic_gradient(p), p)
+        return y, maps.ok_status(y)
+
+    def preserved(self, system, x, h) -> dict:
+        return maps.kept(system, system.momentum_maps, x)
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class Kick(maps.Integrator):
+    """Exact flow of the potential energy V(q) of a separable Hamiltonian: p ← p − t ∇V(q)."""
+
+    name: ClassVar[str] = "kick"
+    traits = maps.EXACT_TRAITS  # type: ignore[assignment]
+
+    def cannot_serve(self, system) -> str | None:
+        return maps.serves_only(system, (Separable,))
+
+    def step(self, system, x, h):
+        q, p = x
+        y = (q, p - h * system.potential_gradient(q))
+        return y, maps.ok_status(y)
+
+    def preserved(self, system, x, h) -> dict:
+        return maps.kept(system, system.momentum_maps, x)

@@ -7,7 +7,7 @@ parameters are leaves (one compiled run serves every parameter value).
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, final
 
 import jax.numpy as jnp
 import numpy as np
@@ -16,16 +16,20 @@ from jaxtyping import Array, Float
 from mechint._pytree import register_pytree
 from mechint._validate import positive_scalar, positive_vector, real_array
 from mechint.errors import InputError
-from mechint.systems.canonical import Separable
+from mechint.exact.canonical import harmonic_oscillator as exact_oscillator
+from mechint.exact.canonical import kepler as exact_kepler
+from mechint.systems.base import ExactSolution, Parameter, StateOption
+from mechint.systems.canonical import Canonical, Separable
 
 
 def _half_square(p):
     return 0.5 * jnp.sum(p * p)
 
 
+@final
 @register_pytree(data=("omega",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
-class HarmonicOscillator(Separable):
+class HarmonicOscillator(Separable, ExactSolution):
     r"""H = Σ_i ½(p_i² + ω_i² q_i²): d uncoupled oscillators, d = len(omega).
 
     Exact flow: a rotation by ω_i t in each (ω_i q_i, p_i) plane (``mechint.exact``).
@@ -35,6 +39,9 @@ class HarmonicOscillator(Separable):
     omega: Float[Array, " d"]
 
     name: ClassVar[str] = "harmonic-oscillator"
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        Parameter("omega", "frequencies ω_i > 0, one per dof (default 1)"),
+    )
     quadratic_invariants: ClassVar[tuple[str, ...]] = ("H",)
 
     def __init__(self, omega=1.0):
@@ -56,7 +63,11 @@ class HarmonicOscillator(Separable):
     def parameters(self) -> dict:
         return {"omega": [float(w) for w in np.asarray(self.omega)]}
 
+    def exact_solution(self, x0, t):
+        return exact_oscillator(self, x0, t)
 
+
+@final
 @register_pytree(data=("omega",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class Pendulum(Separable):
@@ -65,7 +76,10 @@ class Pendulum(Separable):
     omega: Float[Array, ""]
 
     name: ClassVar[str] = "pendulum"
-    dof: ClassVar[int] = 1
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        Parameter("omega", "ω = √(g/l) > 0 (default 1)"),
+    )
+    dof: ClassVar[int] = 1  # type: ignore[misc]
 
     def __init__(self, omega=1.0):
         object.__setattr__(self, "omega", jnp.asarray(positive_scalar("omega", omega)))
@@ -82,9 +96,10 @@ class Pendulum(Separable):
         return {"omega": float(self.omega)}
 
 
+@final
 @register_pytree(data=("mu",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
-class Kepler(Separable):
+class Kepler(Separable, ExactSolution):
     r"""The planar Kepler problem, H = ½|p|² − μ/|q|, q, p ∈ R².
 
     First integrals: the angular momentum L = q1 p2 − q2 p1 (the momentum map of the
@@ -96,7 +111,14 @@ class Kepler(Separable):
     mu: Float[Array, ""]
 
     name: ClassVar[str] = "kepler"
-    dof: ClassVar[int] = 2
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        Parameter("mu", "gravitational parameter μ > 0 (default 1)"),
+    )
+    state_options: ClassVar[tuple[StateOption, ...]] = (
+        *Canonical.state_options,
+        StateOption("eccentricity", "kepler: start at periapsis of the orbit with this e (a = 1)"),
+    )
+    dof: ClassVar[int] = 2  # type: ignore[misc]
     quadratic_invariants: ClassVar[tuple[str, ...]] = ("L",)
     momentum_maps: ClassVar[tuple[str, ...]] = ("L",)
 
@@ -131,6 +153,24 @@ class Kepler(Separable):
         mu = float(self.mu)
         return np.array([a * (1 - e), 0.0]), np.array([0.0, np.sqrt(mu * (1 + e) / (a * (1 - e)))])
 
+    def exact_solution(self, x0, t):
+        return exact_kepler(self, x0, t)
+
+    def example_state(self):
+        return exact_kepler(self, self.periapsis_state(0.5), 0.9)
+
+    def state_from_options(self, given: dict, frame=None):
+        """(q0, p0) from q0/p0, or the periapsis state of the orbit of eccentricity e."""
+        if given.get("eccentricity") is None:
+            return super().state_from_options(given, frame)
+        if given.get("q0") is not None or given.get("p0") is not None:
+            raise InputError("eccentricity", "give either eccentricity or q0/p0")
+        e = np.asarray(given["eccentricity"])
+        try:
+            return self.periapsis_state(e.reshape(()))
+        except InputError as exc:
+            raise InputError("eccentricity", exc.problem, exc.fix) from None
+
     def validate_state(self, x, name: str = "x0"):
         (q, p), batched = super().validate_state(x, name)
         if np.any(np.sum(q * q, axis=-1) == 0.0):
@@ -141,6 +181,7 @@ class Kepler(Separable):
         return {"mu": float(self.mu)}
 
 
+@final
 @register_pytree(data=("lam",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class HenonHeiles(Separable):
@@ -153,7 +194,10 @@ class HenonHeiles(Separable):
     lam: Float[Array, ""]
 
     name: ClassVar[str] = "henon-heiles"
-    dof: ClassVar[int] = 2
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        Parameter("lam", "coupling λ > 0 (default 1)"),
+    )
+    dof: ClassVar[int] = 2  # type: ignore[misc]
 
     def __init__(self, lam=1.0):
         object.__setattr__(self, "lam", jnp.asarray(positive_scalar("lam", lam)))

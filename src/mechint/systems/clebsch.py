@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, final
 
 import jax.numpy as jnp
 import numpy as np
@@ -12,7 +12,7 @@ from jaxtyping import Array, Float
 from mechint._pytree import register_pytree
 from mechint.lie import commutator, so_dim, so_hat, so_vee, vee
 from mechint.systems import _son
-from mechint.systems.base import state_pair
+from mechint.systems.base import StateOption, required, state_pair
 
 
 def wedge(p, q):
@@ -21,6 +21,7 @@ def wedge(p, q):
     return outer - jnp.swapaxes(outer, -1, -2)
 
 
+@final
 @register_pytree(data=("J",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False, repr=False)
 class ClebschTop(_son.Body):
@@ -37,7 +38,12 @@ class ClebschTop(_son.Body):
     J: Float[Array, " n"]
 
     name: ClassVar[str] = "clebsch"
-    state_fields: ClassVar[tuple] = (("M", ("row", "col")), ("p", ("axis",)))
+    state_options: ClassVar[tuple[StateOption, ...]] = (
+        _son.M0_OPTION,
+        StateOption("p0", "initial vector p = g0ᵀa (n numbers)"),
+        StateOption("a", "potential vector a (space frame) instead of p0: p0 = g0ᵀ a"),
+    )
+    state_fields = (("M", ("row", "col")), ("p", ("axis",)))  # type: ignore[assignment]
 
     @property
     def quadratic_invariants(self) -> tuple[str, ...]:
@@ -50,9 +56,6 @@ class ClebschTop(_son.Body):
         return np.einsum("...ji,...j->...i", g, a)
 
     # -- structure ---------------------------------------------------------------------
-    def omega(self, M: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
-        return _son.omega(M, self.J)
-
     def vector_field(self, x):
         M, p = x
         Omega = self.omega(M)
@@ -112,10 +115,27 @@ class ClebschTop(_son.Body):
         M, p = x
         return _son.semidirect_tensor(_son.poisson_MM(M), _son.poisson_Mp(p))
 
-    # -- metadata and validation --------------------------------------------------------
-    def parameters(self) -> dict:
-        return {"J": [float(v) for v in np.asarray(self.J)]}
+    # -- the body split (discrete Lagrangian map) and facts ------------------------------
+    def body_split(self, x):
+        return x[0], self.potential_matrix(x)
 
+    def body_advance(self, x, M_next, W):
+        return M_next, W.T @ x[1]
+
+    def example_state(self):
+        rng = np.random.default_rng(0)
+        return self._generic_M(rng), rng.standard_normal(self.n)
+
+    def state_from_options(self, given: dict, frame=None):
+        n = self.n
+        M0 = self._M0(given)
+        if given.get("p0") is None and given.get("a") is not None:
+            p0 = self.body_vector(given["a"], np.eye(n) if frame is None else frame)
+        else:
+            p0 = required(given, "p0", self.name, "give p0 (or a)")
+        return _son.validate_pair(self, (M0, p0), "p0")
+
+    # -- validation -----------------------------------------------------------------------
     def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
         n = self.n
         return state_pair(

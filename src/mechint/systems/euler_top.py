@@ -3,21 +3,37 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, final
 
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from mechint import maps
 from mechint._pytree import register_pytree
-from mechint._validate import positive_vector
+from mechint._validate import positive_scalar, positive_vector
+from mechint.errors import InputError
+from mechint.exact.euler_top import euler_top as exact_euler_top
 from mechint.lie import hat
-from mechint.systems.base import validate_vector_state
+from mechint.systems.base import (
+    ExactSolution,
+    LevelSetSampler,
+    NaturalSplit,
+    Parameter,
+    PoissonSystem,
+    QuadraticVectorField,
+    StateOption,
+    validate_vector_state,
+)
+
+# |det| below this many ulps of its terms' magnitude counts as singular (Kahan's step).
+_SINGULAR_ULPS = 64.0
 
 
+@final
 @register_pytree(data=("inertia",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
-class EulerTop:
+class EulerTop(PoissonSystem, QuadraticVectorField, ExactSolution, LevelSetSampler, NaturalSplit):
     r"""Free rigid body in body angular momentum m ∈ R³ with principal moments I.
 
     ṁ = m × I⁻¹m, i.e. ṁ1 = a1 m2 m3, ṁ2 = a2 m3 m1, ṁ3 = a3 m1 m2 with
@@ -31,8 +47,14 @@ class EulerTop:
     inertia: Float[Array, 3]
 
     name: ClassVar[str] = "euler-top"
-    state_fields: ClassVar[tuple] = (("m", ("axis",)),)
-    state_shape: ClassVar[tuple[int, ...]] = (3,)
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        Parameter("inertia", "principal moments I1,I2,I3", required=True, example="2,1,0.6667"),
+    )
+    state_options: ClassVar[tuple[StateOption, ...]] = (
+        StateOption("x0", "initial body angular momentum m: 3 numbers"),
+    )
+    state_fields = (("m", ("axis",)),)  # type: ignore[assignment]
+    state_shape = (3,)  # type: ignore[assignment]
     quadratic_invariants: ClassVar[tuple[str, ...]] = ("H", "C")
 
     def __init__(self, inertia=(2.0, 1.0, 2.0 / 3.0)):
@@ -100,9 +122,95 @@ class EulerTop:
         out["d2/d3"] = d[1] / d[2]
         return out
 
+    def kahan_step(self, x, h) -> tuple[Float[Array, 3], maps.StepStatus]:
+        """Kahan's step in closed form (``mechint.integrators.kahan``)."""
+        return kahan_step(self.coefficients, x, h)
+
+    # -- facts ---------------------------------------------------------------------------
+    def exact_solution(self, x0, t) -> np.ndarray:
+        return exact_euler_top(self, x0, t)
+
+    def natural_split(self) -> tuple[maps.Integrator, ...]:
+        """H = Σ H_i, H_i = m_i²/(2 I_i): three exact rotations about the principal axes."""
+        return (AxisRotation(0), AxisRotation(1), AxisRotation(2))
+
+    def sample_level_set(self, rng: np.random.Generator, count: int, spec: dict) -> np.ndarray:
+        """Uniform on the sphere |m|²/2 = C (``spec["C"]``, default 0.5)."""
+        C = positive_scalar("initial.random.C", spec.get("C", 0.5))
+        v = rng.standard_normal((count, 3))
+        return np.sqrt(2.0 * C) * v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    def example_state(self) -> np.ndarray:
+        return np.array([0.45, -0.3, 0.89])
+
     # -- metadata and validation --------------------------------------------------------
     def parameters(self) -> dict:
         return {"inertia": [float(v) for v in np.asarray(self.inertia)]}
 
     def validate_state(self, x, name: str = "x0") -> tuple[np.ndarray, bool]:
         return validate_vector_state(name, x, 3)
+
+
+def kahan_step(
+    a: Float[Array, 3], m: Float[Array, 3], h
+) -> tuple[Float[Array, 3], maps.StepStatus]:
+    """Closed-form Kahan step for the Euler top with coefficients a = (a1, a2, a3).
+
+    With ε = h/2, p, q, r = ε a1, ε a2, ε a3, s1 = q r m1², s2 = p r m2², s3 = p q m3²,
+    t = 2 p q r m1 m2 m3 and det = 1 − s1 − s2 − s3 − t:
+    m1' = (m1 (1 + s2 + s3 − s1) + 2 p m2 m3)/det, and cyclically.  The step fails
+    (SINGULAR) when |det| is within 64 ulp of the size of its terms."""
+    eps = 0.5 * h
+    p, q, r = eps * a[0], eps * a[1], eps * a[2]
+    m1, m2, m3 = m[..., 0], m[..., 1], m[..., 2]
+    s1, s2, s3 = q * r * m1 * m1, p * r * m2 * m2, p * q * m3 * m3
+    t = 2.0 * p * q * r * m1 * m2 * m3
+    det = 1.0 - s1 - s2 - s3 - t
+    num = jnp.stack(
+        [
+            m1 * (1.0 + s2 + s3 - s1) + 2.0 * p * m2 * m3,
+            m2 * (1.0 + s3 + s1 - s2) + 2.0 * q * m3 * m1,
+            m3 * (1.0 + s1 + s2 - s3) + 2.0 * r * m1 * m2,
+        ],
+        axis=-1,
+    )
+    m_next = num / det[..., None]
+    scale = 1.0 + jnp.abs(s1) + jnp.abs(s2) + jnp.abs(s3) + jnp.abs(t)
+    ok = (jnp.abs(det) > _SINGULAR_ULPS * jnp.finfo(det.dtype).eps * scale) & jnp.all(
+        jnp.isfinite(m_next), axis=-1
+    )
+    return m_next, maps.status(ok, jnp.abs(det), maps.Reason.SINGULAR)
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class AxisRotation(maps.Integrator):
+    """Exact flow of H_i = m_i²/(2 I_i) for the Euler top (axis i = 0, 1, 2): with
+    (i, j, k) cyclic and ω = m_i/I_i, ṁ_j = ω m_k, ṁ_k = −ω m_j, a rotation about e_i by
+    −ωt (McLachlan 1993, Reich 1993).  It keeps m_i and |m| (the Casimir) exactly."""
+
+    axis: int
+
+    name: ClassVar[str] = "axis-rotation"
+    traits = maps.EXACT_TRAITS  # type: ignore[assignment]
+
+    def __post_init__(self):
+        if self.axis not in (0, 1, 2):
+            raise InputError("axis", f"must be 0, 1 or 2, got {self.axis!r}")
+
+    def cannot_serve(self, system) -> str | None:
+        return maps.serves_only(system, (EulerTop,))
+
+    def step(self, system, x, h):
+        i = self.axis
+        j, k = (i + 1) % 3, (i + 2) % 3
+        theta = h * x[..., i] / system.inertia[i]
+        c, s = jnp.cos(theta), jnp.sin(theta)
+        mj, mk = x[..., j], x[..., k]
+        out = [x[..., i], x[..., i], x[..., i]]
+        out[j], out[k] = c * mj + s * mk, c * mk - s * mj
+        y = jnp.stack(out, axis=-1)
+        return y, maps.ok_status(y)
+
+    def preserved(self, system, x, h) -> dict:
+        return maps.kept(system, ("C",), x)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, final
 
 import jax.numpy as jnp
 import numpy as np
@@ -12,8 +12,11 @@ from jaxtyping import Array, Float
 from mechint._pytree import register_pytree
 from mechint.lie import commutator, so_hat, so_vee
 from mechint.systems import _son
+from mechint.systems.base import StateOption, validate_as
+from mechint.systems.euler_top import EulerTop
 
 
+@final
 @register_pytree(data=("J",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False, repr=False)
 class FreeRigidBody(_son.Body):
@@ -29,10 +32,8 @@ class FreeRigidBody(_son.Body):
     J: Float[Array, " n"]
 
     name: ClassVar[str] = "free-rigid-body"
-
-    @property
-    def state_fields(self) -> tuple:
-        return (("M", ("row", "col")),)
+    state_options: ClassVar[tuple[StateOption, ...]] = (_son.M0_OPTION,)
+    state_fields = (("M", ("row", "col")),)  # type: ignore[assignment]
 
     @property
     def quadratic_invariants(self) -> tuple[str, ...]:
@@ -40,17 +41,12 @@ class FreeRigidBody(_son.Body):
 
     def euler_top(self):
         """The Euler top it equals for n = 3: I = (J2+J3, J1+J3, J1+J2), M = hat(m)."""
-        from mechint.systems.euler_top import EulerTop
-
         if self.n != 3:
             raise ValueError(f"only n = 3 is an Euler top, this body has n = {self.n}")
         J1, J2, J3 = (float(v) for v in np.asarray(self.J))
         return EulerTop((J2 + J3, J1 + J3, J1 + J2))
 
     # -- structure ---------------------------------------------------------------------
-    def omega(self, M: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
-        return _son.omega(M, self.J)
-
     def vector_field(self, M: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
         return commutator(M, self.omega(M))
 
@@ -91,9 +87,19 @@ class FreeRigidBody(_son.Body):
         """Π(z) with ż = Π(z)∇_z H, in the coordinates of ``coordinates``."""
         return _son.poisson_MM(M)
 
-    # -- metadata and validation --------------------------------------------------------
-    def parameters(self) -> dict:
-        return {"J": [float(v) for v in np.asarray(self.J)]}
+    # -- the body split (discrete Lagrangian map) and facts ------------------------------
+    def body_split(self, x):
+        return x, None
 
+    def body_advance(self, x, M_next, W):
+        return M_next
+
+    def example_state(self) -> np.ndarray:
+        return self._generic_M(np.random.default_rng(0))
+
+    def state_from_options(self, given: dict, frame=None):
+        return validate_as("M0", self, self._M0(given))
+
+    # -- validation -----------------------------------------------------------------------
     def validate_state(self, x, name: str = "x0") -> tuple[np.ndarray, bool]:
         return _son.matrix_state(name, x, self.n, "skew")

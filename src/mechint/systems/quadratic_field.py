@@ -8,7 +8,7 @@ quadratic part.  ``quadratic_form()`` returns (Q, B, c): what ``Kahan`` needs.
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, final
 
 import jax
 import jax.numpy as jnp
@@ -18,7 +18,13 @@ from jaxtyping import Array, Float
 from mechint._pytree import register_pytree
 from mechint._validate import count, positive_vector, real_array
 from mechint.errors import InputError
-from mechint.systems.base import validate_vector_state
+from mechint.systems.base import (
+    Parameter,
+    PoissonSystem,
+    QuadraticVectorField,
+    StateOption,
+    validate_vector_state,
+)
 
 
 def polarize(Q: np.ndarray) -> np.ndarray:
@@ -53,9 +59,10 @@ def _tensor_from_function(fn, n: int) -> np.ndarray:
     return Q
 
 
+@final
 @register_pytree(data=("Q", "B", "c"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
-class QuadraticField:
+class QuadraticField(QuadraticVectorField):
     r"""ẋ = Q(x, x) + Bx + c in R^n.
 
     ``Q`` is a 3-index array (n, n, n) with Q(x, x)_i = Σ_jk Q_ijk x_j x_k (any
@@ -69,8 +76,8 @@ class QuadraticField:
     c: Float[Array, " n"]
 
     name: ClassVar[str] = "quadratic-field"
-    state_fields: ClassVar[tuple] = (("x", ("component",)),)
-    quadratic_invariants: ClassVar[tuple[str, ...]] = ()
+    state_options: ClassVar[tuple[StateOption, ...]] = (StateOption("x0", "initial state x"),)
+    state_fields = (("x", ("component",)),)  # type: ignore[assignment]
 
     def __init__(self, Q, B=None, c=None, *, dim: int | None = None):
         n = None if dim is None else count("dim", dim)
@@ -117,11 +124,11 @@ class QuadraticField:
     def vector_field(self, x: Float[Array, "... n"]) -> Float[Array, "... n"]:
         return field(self.Q, self.B, self.c, x)
 
-    def casimirs(self, x) -> dict:
-        return {}
-
     def invariants(self, x) -> dict:
         return {}
+
+    def example_state(self) -> np.ndarray:
+        return 0.3 * np.cos(np.arange(1, self.dim + 1))
 
     def parameters(self) -> dict:
         return {
@@ -139,9 +146,16 @@ def field(Q, B, c, x):
     return jnp.einsum("ijk,...j,...k->...i", Q, x, x) + jnp.einsum("ij,...j->...i", B, x) + c
 
 
+def _abcd(values: np.ndarray) -> dict:
+    if values.shape != (4,):
+        raise InputError("abcd", f"expected 4 numbers a,b,c,d, got shape {values.shape}")
+    return dict(zip("abcd", values.tolist(), strict=True))
+
+
+@final
 @register_pytree(data=("a", "b", "c", "d"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
-class LotkaVolterra:
+class LotkaVolterra(PoissonSystem, QuadraticVectorField):
     r"""Lotka-Volterra predator-prey, ẋ = x(a − b y), ẏ = y(c x − d), with a, b, c, d > 0.
 
     A quadratic field (Q(x, x) = (−b x y, c x y), B = diag(a, −d)).  Invariant
@@ -155,9 +169,14 @@ class LotkaVolterra:
     d: Float[Array, ""]
 
     name: ClassVar[str] = "lotka-volterra"
-    state_fields: ClassVar[tuple] = (("x", ("species",)),)
-    state_shape: ClassVar[tuple[int, ...]] = (2,)
-    quadratic_invariants: ClassVar[tuple[str, ...]] = ()
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        Parameter("abcd", "a,b,c,d > 0 of lotka-volterra (default 1,1,1,1)", _abcd),
+    )
+    state_options: ClassVar[tuple[StateOption, ...]] = (
+        StateOption("x0", "initial populations (x, y) > 0"),
+    )
+    state_fields = (("x", ("species",)),)  # type: ignore[assignment]
+    state_shape = (2,)  # type: ignore[assignment]
 
     def __init__(self, a=1.0, b=1.0, c=1.0, d=1.0):
         for k, v in zip("abcd", positive_vector("a, b, c, d", (a, b, c, d), 4), strict=True):
@@ -168,7 +187,7 @@ class LotkaVolterra:
         return f"LotkaVolterra({args})"
 
     def quadratic_form(self):
-        z = jnp.zeros(())
+        z = jnp.zeros((), dtype=self.a.dtype)
         Q = jnp.stack(
             [
                 jnp.stack([jnp.stack([z, -self.b / 2]), jnp.stack([-self.b / 2, z])]),
@@ -176,7 +195,7 @@ class LotkaVolterra:
             ]
         )
         B = jnp.stack([jnp.stack([self.a, z]), jnp.stack([z, -self.d])])
-        return Q, B, jnp.zeros(2)
+        return Q, B, jnp.zeros(2, dtype=self.a.dtype)
 
     def vector_field(self, x):
         u, v = x[..., 0], x[..., 1]
@@ -185,9 +204,6 @@ class LotkaVolterra:
     def hamiltonian(self, x):
         u, v = x[..., 0], x[..., 1]
         return self.c * u - self.d * jnp.log(u) + self.b * v - self.a * jnp.log(v)
-
-    def casimirs(self, x) -> dict:
-        return {}
 
     def invariants(self, x) -> dict:
         return {"V": self.hamiltonian(x)}
@@ -205,6 +221,9 @@ class LotkaVolterra:
 
     def equilibrium(self) -> np.ndarray:
         return np.array([float(self.d / self.c), float(self.a / self.b)])
+
+    def example_state(self) -> np.ndarray:
+        return self.equilibrium() * np.array([2.0, 0.5])
 
     def parameters(self) -> dict:
         return {k: float(getattr(self, k)) for k in "abcd"}

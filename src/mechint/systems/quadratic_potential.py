@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, final
 
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
 from mechint._pytree import register_pytree
+from mechint.errors import InputError
 from mechint.lie import commutator, so_hat, so_vee, sym_dim, sym_hat, sym_vee
 from mechint.systems import _son
-from mechint.systems.base import state_pair
+from mechint.systems.base import StateOption, required, state_pair
 
 
+@final
 @register_pytree(data=("J",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False, repr=False)
 class QuadraticPotentialTop(_son.Body):
@@ -31,7 +33,12 @@ class QuadraticPotentialTop(_son.Body):
     J: Float[Array, " n"]
 
     name: ClassVar[str] = "quadratic-potential-top"
-    state_fields: ClassVar[tuple] = (("M", ("row", "col")), ("P", ("row", "col")))
+    state_options: ClassVar[tuple[StateOption, ...]] = (
+        _son.M0_OPTION,
+        StateOption("P0", "initial symmetric P = g0ᵀAg0 (n x n)"),
+        StateOption("A", "potential matrix A (space frame) instead of P0: P0 = g0ᵀ A g0"),
+    )
+    state_fields = (("M", ("row", "col")), ("P", ("row", "col")))  # type: ignore[assignment]
 
     @property
     def quadratic_invariants(self) -> tuple[str, ...]:
@@ -44,9 +51,6 @@ class QuadraticPotentialTop(_son.Body):
         return np.swapaxes(g, -1, -2) @ A @ g
 
     # -- structure ---------------------------------------------------------------------
-    def omega(self, M: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
-        return _son.omega(M, self.J)
-
     def vector_field(self, x):
         M, P = x
         Omega = self.omega(M)
@@ -98,10 +102,32 @@ class QuadraticPotentialTop(_son.Body):
         M, P = x
         return _son.semidirect_tensor(_son.poisson_MM(M), _son.poisson_MP(P))
 
-    # -- metadata and validation --------------------------------------------------------
-    def parameters(self) -> dict:
-        return {"J": [float(v) for v in np.asarray(self.J)]}
+    # -- the body split (discrete Lagrangian map) and facts ------------------------------
+    def body_split(self, x):
+        return x
 
+    def body_advance(self, x, M_next, W):
+        return M_next, W.T @ x[1] @ W
+
+    def example_state(self):
+        rng = np.random.default_rng(0)
+        M = self._generic_M(rng)
+        B = 0.5 * rng.standard_normal((self.n, self.n))
+        return M, B + B.T
+
+    def state_from_options(self, given: dict, frame=None):
+        n = self.n
+        M0 = self._M0(given)
+        if given.get("P0") is None and given.get("A") is not None:
+            A = np.asarray(given["A"])
+            if A.shape != (n, n):
+                raise InputError("A", f"expected an {n}x{n} matrix, got shape {A.shape}")
+            P0 = self.body_potential(A, np.eye(n) if frame is None else frame)
+        else:
+            P0 = required(given, "P0", self.name, "give P0 (or A)")
+        return _son.validate_pair(self, (M0, P0), "P0")
+
+    # -- validation -----------------------------------------------------------------------
     def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
         n = self.n
         return state_pair(

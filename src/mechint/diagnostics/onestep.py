@@ -1,0 +1,114 @@
+"""One compiled call measures one step of a map at several step sizes.
+
+``one_step(system, integrator, x, hs)`` is jitted with the system traced and the
+integrator static (compiled once per (system type, integrator, number of step sizes))
+and vmapped over ``hs``: the step Φ_h(x) and its status, the step back Φ_{−h}(Φ_h(x)),
+the system's invariants (and energy) before and after, and the quantities the map
+declares kept before and after.  ``jacobians`` does the same for DΦ(z) in the system's
+coordinates (forward mode through Newton loops).  Every defect in ``defects``,
+``structure`` and ``report`` is computed from these, and never from a failed step:
+``raise_if_failed`` turns a failed status into ``StepFailure`` naming h and the reason.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mechint.errors import StepFailure
+from mechint.maps import Integrator, Reason, StepStatus, combine, require_serves
+from mechint.systems.base import HamiltonianSystem, PoissonSystem, System
+
+
+class OneStep(NamedTuple):
+    y: Any  # Φ_h(x) for each h (leading axis over hs)
+    status: StepStatus  # the forward step's status, and the step back's combined in
+    back: Any  # Φ_{−h}(Φ_h(x))
+    before: dict  # invariants (and "energy" when the system has one) at x
+    after: dict  # the same at Φ_h(x), for each h
+    kept_before: dict  # integrator.preserved at x, for each h
+    kept_after: dict  # integrator.preserved at Φ_h(x), for each h
+
+
+def _values(system: System, x) -> dict:
+    out = dict(system.invariants(x))
+    out.update({f"casimir {k}": v for k, v in system.casimirs(x).items()})
+    if isinstance(system, HamiltonianSystem):
+        out["energy"] = system.hamiltonian(x)
+    return out
+
+
+@partial(jax.jit, static_argnames=("integrator",))
+def _one_step(system, integrator, x, hs):
+    def at(h):
+        y, st = integrator.step(system, x, h)
+        back, st_back = integrator.step(system, y, -h)
+        kept = (integrator.preserved(system, x, h), integrator.preserved(system, y, h))
+        return y, st, back, combine([st, st_back]), _values(system, y), kept
+
+    y, st, back, both, after, (kb, ka) = jax.vmap(at)(hs)
+    return OneStep(y, StepStatus(st.ok, st.residual, st.reason), back, _values(system, x),
+                   after, kb, ka), both  # fmt: skip
+
+
+def one_step(system: System, integrator: Integrator, x, hs) -> tuple[OneStep, StepStatus]:
+    """(``OneStep`` over ``hs``, the status of the step there and back) after
+    ``require_serves``."""
+    require_serves(integrator, system)
+    x = jax.tree.map(jnp.asarray, x)
+    return _one_step(system, integrator, x, jnp.asarray(hs, dtype=jnp.float64))
+
+
+@partial(jax.jit, static_argnames=("integrator",))
+def _jacobians(system, integrator, x, hs):
+    z = system.coordinates(x)
+
+    def at(h):
+        def phi(z):
+            y, st = integrator.step(system, system.from_coordinates(z), h)
+            zy = system.coordinates(y)
+            return zy, (zy, st)
+
+        D, (z1, st) = jax.jacfwd(phi, has_aux=True)(z)
+        return z1, D, st
+
+    z1, D, st = jax.vmap(at)(hs)
+    return z, z1, D, st
+
+
+def jacobians(system: PoissonSystem, integrator: Integrator, x, hs):
+    """(z, Φ(z), DΦ(z), status) over ``hs`` in the system's coordinates."""
+    require_serves(integrator, system)
+    x = jax.tree.map(jnp.asarray, x)
+    return _jacobians(system, integrator, x, jnp.asarray(hs, dtype=jnp.float64))
+
+
+def failures(hs, status: StepStatus) -> list[tuple[float, str]]:
+    """(h, reason label) of every failed step in a status over ``hs``."""
+    ok = np.asarray(status.ok)
+    codes = np.asarray(status.reason)
+    return [
+        (float(h), Reason(int(c)).label)
+        for h, good, c in zip(np.asarray(hs), ok, codes, strict=True)
+        if not good
+    ]
+
+
+def raise_if_failed(hs, status: StepStatus) -> None:
+    """``StepFailure`` (step 1) when a step in ``status`` failed: no defect is computed
+    from a failed step."""
+    ok = np.asarray(status.ok)
+    if np.all(ok):
+        return
+    i = int(np.flatnonzero(~ok)[0])
+    why = Reason(int(np.asarray(status.reason)[i]))
+    raise StepFailure(
+        step=1,
+        residual=float(np.asarray(status.residual)[i]),
+        reason=f"{why.text} (h = {float(np.asarray(hs)[i]):g}); no defect is computed from it",
+        code=why,
+    )

@@ -1,0 +1,85 @@
+"""The registry of named integrators and their settings table, shared by the CLI and
+experiment files: ``build(name, system, settings)`` makes an integrator from plain values
+(option text or TOML values), every error naming the setting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mechint._validate import lookup
+from mechint.errors import InputError
+from mechint.integrators.composition import Composition
+from mechint.integrators.discrete_lagrangian import DiscreteLagrangian
+from mechint.integrators.explicit_rk import RK4, ExplicitEuler
+from mechint.integrators.implicit_midpoint import ImplicitMidpoint
+from mechint.integrators.kahan import Kahan
+from mechint.integrators.rigid_body_splitting import RigidBodySplitting
+from mechint.integrators.splitting import Splitting
+from mechint.integrators.stormer_verlet import StormerVerlet
+from mechint.integrators.symplectic_euler import SymplecticEuler
+from mechint.maps import Integrator, Setting
+
+INTEGRATORS: dict[str, type[Integrator]] = {
+    cls.name: cls
+    for cls in (
+        Kahan,
+        ImplicitMidpoint,
+        RK4,
+        ExplicitEuler,
+        DiscreteLagrangian,
+        SymplecticEuler,
+        StormerVerlet,
+        Splitting,
+        Composition,
+        RigidBodySplitting,
+    )
+}
+
+
+def settings_for() -> dict[str, list[tuple[str, Setting]]]:
+    """Every setting name → [(integrator name, Setting), ...] (the CLI's options)."""
+    out: dict[str, list[tuple[str, Setting]]] = {}
+    for name, cls in INTEGRATORS.items():
+        for s in cls.settings:
+            out.setdefault(s.name, []).append((name, s))
+    return out
+
+
+SETTINGS = settings_for()
+
+
+def build(name: str, system=None, settings: dict[str, Any] | None = None) -> Integrator:
+    """The integrator ``name`` with ``settings`` (name → value; None values are unset).
+
+    A setting the integrator does not take is an ``InputError`` naming it; a setting
+    whose default depends on the system (composition's base) uses ``system``."""
+    cls = lookup("integrator", INTEGRATORS, name)
+    given = {k: v for k, v in (settings or {}).items() if v is not None}
+    own = {s.name: s for s in cls.settings}
+    for key in given:
+        if key not in own:
+            users = [n for n, _ in SETTINGS.get(key, [])]
+            fix = f"use it with {users[0]}" if users else "see mechint.integrators.SETTINGS"
+            raise InputError(key, f"does not apply to {name}", fix)
+    kwargs = {}
+    for key, setting in own.items():
+        value = given.get(key)
+        if value is None and setting.default is not None:
+            value = setting.default(system)
+        if value is None:
+            continue
+        if setting.integrator:
+            if value == name:
+                raise InputError(key, f"cannot be {name} itself")
+            kwargs[key] = relabel(key, build, value, system)
+        else:
+            kwargs[key] = relabel(key, setting.parse, value)
+    return cls(**kwargs)
+
+
+def relabel(parameter: str, fn, *args, **kwargs):
+    """``fn(...)`` with an ``InputError`` renamed to ``parameter``."""
+    try:
+        return fn(*args, **kwargs)
+    except InputError as exc:
+        raise InputError(parameter, exc.problem, exc.fix) from None

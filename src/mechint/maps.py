@@ -1,0 +1,196 @@
+"""The one-step map protocol: every integrator, exact flow and wrapper is an ``Integrator``.
+
+An integrator is an immutable, hashable frozen dataclass whose fields are settings (so
+the driver can use it as a static argument and compile once per (system type,
+integrator)).  Subclasses are abstract or final (STYLE.md §1, §11).  It declares
+
+- ``name`` (CLI name) and ``traits`` (order, symmetric, explicit, symplectic, Poisson);
+- ``cannot_serve(system) -> str | None``: why it cannot advance ``system`` (None if it
+  can); ``require_serves`` turns that into ``UnsupportedError`` before any step;
+- ``step(system, x, h) -> (x_next, StepStatus)``: one pure step x_k ↦ Φ_h(x_k);
+- ``preserved(system, x, h) -> dict``: the quantities this map keeps exactly on this
+  system (to round-off), evaluated at x: the one home of "what a map keeps".
+
+A failed step is data: ``StepStatus.reason`` is a ``Reason`` code, never a sentence per
+class, and the driver, sweeps and diagnostics read it.
+
+This module imports no system and no integrator, so systems may define the exact flows
+of their own pieces (``Drift``, ``Kick``, ``AxisRotation``) as integrators.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import enum
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int
+
+from mechint.errors import UnsupportedError
+
+
+class Reason(enum.IntEnum):
+    """Why a step failed (``StepStatus.reason``); ``OK`` when it did not."""
+
+    OK = 0
+    NON_FINITE = 1
+    SINGULAR = 2
+    NOT_CONVERGED = 3
+    WRONG_BRANCH = 4
+    REPORTED = 5
+
+    @property
+    def text(self) -> str:
+        return _REASON_TEXT[self]
+
+    @property
+    def label(self) -> str:
+        """The reason as a short lower-case word (stored in files and datasets)."""
+        return self.name.lower().replace("_", "-")
+
+
+_REASON_TEXT = {
+    Reason.OK: "no failure",
+    Reason.NON_FINITE: "the new state is not finite (residual = inf)",
+    Reason.SINGULAR: (
+        "the step's linear system is singular (residual = |det| for Kahan's Euler-top "
+        "step, the relative backward error of the solve otherwise)"
+    ),
+    Reason.NOT_CONVERGED: (
+        "Newton did not converge (residual = max-norm of the step equation); decrease h"
+    ),
+    Reason.WRONG_BRANCH: (
+        "the implicit equation was solved off the branch continuous with h → 0 (for the "
+        "discrete Lagrangian map: W ≉ I; residual = max-norm of ε M_k − (Q W J − J Wᵀ Q)); "
+        "decrease h"
+    ),
+    Reason.REPORTED: "the map reported a failed step",
+}
+
+REASON_LABELS = tuple(r.label for r in Reason)
+
+
+class StepStatus(NamedTuple):
+    """What one step reports: ``ok``, its ``residual`` and a ``Reason`` code."""
+
+    ok: Bool[Array, ""]
+    residual: Float[Array, ""]
+    reason: Int[Array, ""]
+
+
+def status(ok, residual, reason: Reason) -> StepStatus:
+    """A status that fails with ``reason`` where ``ok`` is False."""
+    ok = jnp.asarray(ok)
+    code = jnp.where(ok, jnp.int32(Reason.OK), jnp.int32(reason))
+    return StepStatus(ok, jnp.asarray(residual), code)
+
+
+def finite(x) -> Bool[Array, ""]:
+    """Every entry of every leaf of ``x`` is finite."""
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in jax.tree.leaves(x)]))
+
+
+def ok_status(x) -> StepStatus:
+    """Status of an explicit step: fails (NON_FINITE) only if the new state is not finite."""
+    good = finite(x)
+    real = jax.tree.leaves(x)[0].dtype
+    return status(good, jnp.where(good, jnp.zeros((), real), jnp.inf), Reason.NON_FINITE)
+
+
+def combine(statuses: Sequence[StepStatus]) -> StepStatus:
+    """All ok; the largest residual; the reason of the first failure."""
+    ok, res, code = statuses[0]
+    for s in statuses[1:]:
+        code = jnp.where(ok, s.reason, code)
+        ok, res = ok & s.ok, jnp.maximum(res, s.residual.astype(res.dtype))
+    return StepStatus(ok, res, code)
+
+
+# The order recorded for an exact flow.
+EXACT = 99
+
+
+@dataclasses.dataclass(frozen=True)
+class Traits:
+    """Declared properties of a one-step map.
+
+    ``order``: classical order (``EXACT`` for an exact flow); ``symmetric``:
+    Φ_{-h} = Φ_h⁻¹; ``symplectic``: for canonical systems; ``poisson``: for the system's
+    own Poisson tensor in general; ``explicit``.  Which invariants are kept exactly
+    depends on the system: see ``Integrator.preserved``.
+    """
+
+    order: int
+    symmetric: bool
+    explicit: bool
+    symplectic: bool = False
+    poisson: bool = False
+
+
+EXACT_TRAITS = Traits(order=EXACT, symmetric=True, explicit=True, symplectic=True, poisson=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One setting of an integrator as the CLI and experiment files give it: the option
+    ``name`` (``--name``), its ``help``, ``parse`` (text or TOML value → field value),
+    ``default(system)`` when the default depends on the system (else the field's own),
+    and ``integrator``: the value names another integrator (built with its defaults)."""
+
+    name: str
+    help: str
+    parse: Callable[[Any], Any] = str
+    default: Callable[[Any], Any] | None = None
+    integrator: bool = False
+
+
+class Integrator(abc.ABC):
+    """A one-step map with declared traits (see the module docstring)."""
+
+    name: ClassVar[str] = "integrator"
+    settings: ClassVar[tuple[Setting, ...]] = ()
+
+    @property
+    @abc.abstractmethod
+    def traits(self) -> Traits: ...
+
+    @abc.abstractmethod
+    def cannot_serve(self, system) -> str | None:
+        """Why this map cannot advance ``system``, or None when it can."""
+
+    @abc.abstractmethod
+    def step(self, system, x, h) -> tuple[Any, StepStatus]:
+        """One step x ↦ Φ_h(x) and its status (pure, jit- and vmap-safe)."""
+
+    def preserved(self, system, x, h) -> dict[str, Any]:
+        """The quantities this map keeps exactly on ``system``, evaluated at x."""
+        return {}
+
+
+def require_serves(integrator: Integrator, system, parameter: str = "integrator") -> None:
+    """``UnsupportedError`` (naming ``parameter``) unless ``integrator`` serves ``system``."""
+    why = integrator.cannot_serve(system)
+    if why is not None:
+        raise UnsupportedError(
+            parameter, f"{type(integrator).__name__} cannot advance {type(system).__name__}", why
+        )
+
+
+def serves_only(system, classes: tuple[type, ...]) -> str | None:
+    """The usual ``cannot_serve``: None when ``system`` is one of ``classes`` (usually
+    capability bases), else the list of what is served."""
+    if isinstance(system, classes):
+        return None
+    return "it serves: " + ", ".join(cls.__name__ for cls in classes)
+
+
+def kept(system, names, x) -> dict[str, Float[Array, ...]]:
+    """The invariants of ``system`` named in ``names``, evaluated at x."""
+    if not names:
+        return {}
+    values = system.invariants(x)
+    return {name: values[name] for name in names if name in values}
