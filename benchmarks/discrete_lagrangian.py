@@ -103,7 +103,7 @@ def numpy_baseline(steps: int) -> float:
 
 
 def main(quick: bool = False) -> None:
-    ns = (3, 4) if quick else (3, 4, 6, 10)
+    ns = (3,) if quick else (3, 4, 6, 10)
     batch = 1000 if quick else 10_000
     repeat = 1 if quick else 3
     rows = []

@@ -38,7 +38,7 @@ def metadata(traj) -> dict:
         "system_parameters": json.dumps(traj.system.parameters()),
         "integrator": type(integ).__name__,
         "integrator_settings": json.dumps(settings),
-        "integrator_order": int(integ.traits.order),
+        "integrator_order": int(traj.integrator.traits.order),
         "h": float(traj.h),
         "steps": int(traj.steps),
         "steps_requested": int(traj.stats.get("steps_requested", traj.steps)),

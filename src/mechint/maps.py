@@ -170,6 +170,12 @@ class Integrator(abc.ABC):
         """The quantities this map keeps exactly on ``system``, evaluated at x."""
         return {}
 
+    def poisson_on(self, system) -> bool:
+        """Whether this map is Poisson (symplectic, for a canonical system) on ``system``:
+        ``traits`` (symplectic for canonical systems, poisson otherwise), unless the map
+        knows more about this system (e.g. Kahan's map on Lotka-Volterra)."""
+        return self.traits.symplectic if system.canonical else self.traits.poisson
+
 
 def require_serves(integrator: Integrator, system, parameter: str = "integrator") -> None:
     """``UnsupportedError`` (naming ``parameter``) unless ``integrator`` serves ``system``."""

@@ -34,8 +34,8 @@ from mechint import _validate
 from mechint.errors import InputError, StepFailure
 from mechint.integrators.oriented import Oriented
 from mechint.maps import Integrator, Reason, require_serves
-from mechint.systems._son import Body
 from mechint.systems.base import System
+from mechint.systems.rigid import Body
 from mechint.trajectory import Trajectory
 
 # Body-steps per chunk: long enough to amortise dispatch, short enough for progress.
@@ -88,10 +88,18 @@ def _freeze(frozen, old, new):
     )
 
 
-@partial(jax.jit, static_argnames=("integrator", "n_saves", "save_every", "batched"))
-def _advance(system, integrator, carry, h, *, n_saves, save_every, batched):
-    """``n_saves`` × ``save_every`` steps from ``carry`` = (x, k, failed step, residual,
-    reason); returns the new carry and the states saved."""
+def capacity(n_saves: int) -> int:
+    """The compiled size of a chunk of ``n_saves`` saves: the next power of two."""
+    return 1 << max(0, n_saves - 1).bit_length()
+
+
+@partial(jax.jit, static_argnames=("integrator", "capacity", "batched"))
+def _advance(system, integrator, carry, h, save_every, n_saves, *, capacity, batched):
+    """``n_saves`` (≤ ``capacity``) × ``save_every`` steps from ``carry`` = (x, k, failed
+    step, residual, reason); returns the new carry and a buffer of ``capacity`` saved
+    states, the first ``n_saves`` filled.  ``save_every`` and ``n_saves`` are traced, so
+    runs that differ only in them (or in h, or the parameters) share one compiled program
+    per power-of-two chunk size."""
     step = integrator.step
     if batched:
         step = jax.vmap(step, in_axes=(None, 0, None))
@@ -105,11 +113,14 @@ def _advance(system, integrator, carry, h, *, n_saves, save_every, batched):
         fail_why = jnp.where(newly, st.reason, fail_why)
         return _freeze(fail_step >= 0, x, x_new), k + 1, fail_step, fail_res, fail_why
 
-    def one_save(carry, _):
+    def one_save(i, state):
+        carry, saved = state
         carry = jax.lax.fori_loop(0, save_every, one_step, carry)
-        return carry, carry[0]
+        saved = jax.tree.map(lambda buf, x: buf.at[i].set(x), saved, carry[0])
+        return carry, saved
 
-    return jax.lax.scan(one_save, carry, None, length=n_saves)
+    buffer = jax.tree.map(lambda x: jnp.zeros((capacity, *x.shape), x.dtype), carry[0])
+    return jax.lax.fori_loop(0, n_saves, one_save, (carry, buffer))
 
 
 def _plan(n_saves: int, save_every: int, batch: int, chunk: int = _CHUNK_BODY_STEPS) -> int:
@@ -219,6 +230,7 @@ def simulate(
         jnp.zeros(lead, dtype=jnp.int32),
     )
     samples = [jax.tree.map(lambda a: np.asarray(a, dtype=real)[None], x0_np)]
+    every = jnp.asarray(save_every, dtype=jnp.int64)
     start = time.perf_counter()
     bar = tqdm(
         total=steps, unit="step", unit_scale=True, delay=2.0, disable=not progress,
@@ -229,9 +241,10 @@ def simulate(
         while done < n_saves:
             n = min(per_chunk, n_saves - done)
             carry, saved = _advance(
-                system, integrator, carry, h, n_saves=n, save_every=save_every, batched=batched
-            )
-            saved = jax.device_get(saved)
+                system, integrator, carry, h, every, jnp.asarray(n, dtype=jnp.int64),
+                capacity=capacity(n), batched=batched,
+            )  # fmt: skip
+            saved = jax.tree.map(lambda a, n=n: a[:n], jax.device_get(saved))
             fail_step = np.asarray(carry[2])
             if throw and np.any(fail_step >= 0):
                 _raise_failure(run, samples, saved, done, carry)

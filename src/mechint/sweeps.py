@@ -106,8 +106,7 @@ def load(source) -> Experiment:
         max_batch=_validate.count("max_batch", doc.get("max_batch", 100_000)),
         dtype=doc.get("dtype", "float64"),
     )  # fmt: skip
-    if exp.dtype not in ("float64", "float32"):
-        raise InputError("dtype", f"must be 'float64' or 'float32', got {exp.dtype!r}")
+    _validate.real_dtype(exp.dtype)
     first = _build(cls, exp, _grid_points(exp)[0])
     for spec in names:
         _make_integrator(spec, first)
@@ -302,7 +301,7 @@ def _on_dask(work, scheduler, cluster, collect):
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
-            dashboard_address=None,
+            dashboard_address=None,  # pyright: ignore[reportArgumentType]
         )
         with local, Client(local) as client:
             _gather(client, work, collect)

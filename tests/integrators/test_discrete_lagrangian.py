@@ -8,7 +8,7 @@ from scipy.integrate import solve_ivp
 
 import mechint as mi
 from mechint.lie import cayley, so_dim, so_hat, so_vee
-from mechint.systems import _son
+from mechint.systems import rigid
 from tests.systems.rigid_cases import case
 
 DL = mi.integrators.DiscreteLagrangian()
@@ -46,7 +46,7 @@ def test_isospectral_over_1e4_steps(n):
     # a coefficient of tr K^k is a sum of products: its round-off scale is the same sum
     # taken over |entries|
     Pt = DL.modified_P(system, (M0, P0), h)
-    bound = _son.lax_coefficients(jnp.abs(M0), jnp.abs(Pt), system.J)
+    bound = rigid.lax_coefficients(jnp.abs(M0), jnp.abs(Pt), system.J)
     for name, err in kept.items():
         scale = abs(float(values[name]))
         if name == "H~":

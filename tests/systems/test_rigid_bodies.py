@@ -11,11 +11,23 @@ from tests.systems.rigid_cases import case
 CASES = [(k, n) for k in ("free", "qpt", "clebsch") for n in (2, 3, 4, 5)]
 
 
+@jax.jit
+def _gradients(system, z):
+    """Gradients in coordinates of H, of every Casimir and of every invariant (one compile
+    per system type and n, instead of op-by-op differentiation of each)."""
+
+    def values(z):
+        x = system.from_coordinates(z)
+        return system.hamiltonian(x), system.casimirs(x), system.invariants(x)
+
+    return jax.grad(lambda z: values(z)[0])(z), *jax.jacrev(lambda z: values(z)[1:])(z)
+
+
 @pytest.mark.parametrize(("kind", "n"), CASES)
 def test_vector_field_is_poisson_tensor_times_grad_H(kind, n):
     system, x = case(kind, n)
     z = system.coordinates(x)
-    grad = jax.grad(lambda z: system.hamiltonian(system.from_coordinates(z)))(z)
+    grad = _gradients(system, z)[0]
     lhs = system.poisson_tensor(x) @ grad
     rhs = system.coordinates(system.vector_field(x))
     assert np.max(np.abs(lhs - rhs)) < 1e-14 * max(1.0, float(jnp.max(jnp.abs(rhs))))
@@ -29,11 +41,10 @@ def test_casimirs_span_the_kernel_and_invariants_are_constant(kind, n):
     z = system.coordinates(x)
     f = system.coordinates(system.vector_field(x))
     Pi = system.poisson_tensor(x)
-    for name in system.casimirs(x):
-        g = jax.grad(lambda z, name=name: system.casimirs(system.from_coordinates(z))[name])(z)
+    _, casimirs, invariants = _gradients(system, z)
+    for name, g in casimirs.items():
         assert np.max(np.abs(Pi @ g)) < 1e-13 * max(1.0, float(jnp.max(jnp.abs(g)))), name
-    for name in system.invariants(x):
-        g = jax.grad(lambda z, name=name: system.invariants(system.from_coordinates(z))[name])(z)
+    for name, g in invariants.items():
         scale = float(jnp.max(jnp.abs(g)) * jnp.max(jnp.abs(f)))
         assert abs(float(g @ f)) < 1e-13 * max(scale, 1.0), name
 
@@ -46,12 +57,8 @@ def test_lax_integrals_are_independent_and_complete(n):
     z = system.coordinates(x)
     names = [k for k in system.invariants(x) if k != "H"]
     assert len(names) == n * (n - 1) // 2 + n
-    grads = jnp.stack(
-        [
-            jax.grad(lambda z, k=k: system.invariants(system.from_coordinates(z))[k])(z)
-            for k in names
-        ]
-    )
+    invariants = _gradients(system, z)[2]
+    grads = jnp.stack([invariants[k] for k in names])
     s = np.linalg.svd(np.asarray(grads), compute_uv=False)
     assert s[-1] > 1e-8 * s[0]
 

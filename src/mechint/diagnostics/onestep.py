@@ -55,12 +55,33 @@ def _one_step(system, integrator, x, hs):
                    after, kb, ka), both  # fmt: skip
 
 
+# Step sizes are evaluated in batches of this many (padded with the last h), so that one
+# h, the five of ``check`` and anything between share one compiled program.
+_BATCH = 5
+
+
+def _padded(hs) -> tuple[jax.Array, int]:
+    hs = np.atleast_1d(np.asarray(hs, dtype=np.float64))
+    size = _BATCH * max(1, -(-len(hs) // _BATCH))
+    return jnp.asarray(np.concatenate([hs, np.full(size - len(hs), hs[-1])])), len(hs)
+
+
+def _first(tree, n: int):
+    return jax.tree.map(lambda a: a[:n], tree)
+
+
 def one_step(system: System, integrator: Integrator, x, hs) -> tuple[OneStep, StepStatus]:
     """(``OneStep`` over ``hs``, the status of the step there and back) after
     ``require_serves``."""
     require_serves(integrator, system)
     x = jax.tree.map(jnp.asarray, x)
-    return _one_step(system, integrator, x, jnp.asarray(hs, dtype=jnp.float64))
+    padded, n = _padded(hs)
+    out, both = _one_step(system, integrator, x, padded)
+    return out._replace(
+        y=_first(out.y, n), status=_first(out.status, n), back=_first(out.back, n),
+        after=_first(out.after, n), kept_before=_first(out.kept_before, n),
+        kept_after=_first(out.kept_after, n),
+    ), _first(both, n)  # fmt: skip
 
 
 @partial(jax.jit, static_argnames=("integrator",))
@@ -84,7 +105,9 @@ def jacobians(system: PoissonSystem, integrator: Integrator, x, hs):
     """(z, Φ(z), DΦ(z), status) over ``hs`` in the system's coordinates."""
     require_serves(integrator, system)
     x = jax.tree.map(jnp.asarray, x)
-    return _jacobians(system, integrator, x, jnp.asarray(hs, dtype=jnp.float64))
+    padded, n = _padded(hs)
+    z, z1, D, st = _jacobians(system, integrator, x, padded)
+    return z, z1[:n], D[:n], _first(st, n)
 
 
 def failures(hs, status: StepStatus) -> list[tuple[float, str]]:

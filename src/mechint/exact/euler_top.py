@@ -79,9 +79,10 @@ def _single(I, m0, t) -> np.ndarray:
     kind, data = _classify(I, m0)
     if kind in ("spherical", "stationary"):
         return np.broadcast_to(m0, (*t.shape, 3)).copy()
+    assert data is not None  # an axis (symmetric) or a permutation (the other regimes)
     if kind == "symmetric":
-        return _precession(I, m0, t, data)
-    perm = data
+        return _precession(I, m0, t, int(np.asarray(data)))
+    perm = np.asarray(data)
     if kind == "about-largest":  # reverse axes: circulation axis to position 3
         perm = perm[::-1]
     parity = _parity(perm)

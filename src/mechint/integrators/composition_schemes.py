@@ -61,7 +61,7 @@ def order_defects(gamma, max_weight: int, *, symmetric_base: bool = True) -> dic
     # series as dict word -> coefficient; the empty word is the identity
     product: dict[tuple[int, ...], float] = {(): 1.0}
     for g in gamma:
-        stage = {(): 1.0}
+        stage: dict[tuple[int, ...], float] = {(): 1.0}
         stage.update({w: g ** sum(w) / math.factorial(len(w)) for w in words})
         new: dict[tuple[int, ...], float] = {}
         for u, a in product.items():

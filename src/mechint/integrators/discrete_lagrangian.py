@@ -37,7 +37,7 @@ from mechint.lie import cayley, orthonormalize, so_dim, so_hat, so_vee
 from mechint.maps import Integrator, Reason, StepStatus, Traits, combine, serves_only, status
 from mechint.solvers import Newton
 from mechint.solvers.linear import positive_stable
-from mechint.systems import _son
+from mechint.systems import rigid
 
 
 class BodyRotationMap(Integrator):
@@ -70,7 +70,7 @@ class DiscreteLagrangian(BodyRotationMap):
     traits = Traits(order=2, symmetric=True, explicit=False, poisson=True)  # type: ignore[assignment]
 
     def cannot_serve(self, system) -> str | None:
-        why = serves_only(system, (_son.Body,))
+        why = serves_only(system, (rigid.Body,))
         return None if why is None else why + " (FreeRigidBody, QuadraticPotentialTop, ClebschTop)"
 
     # -- the map -----------------------------------------------------------------------
@@ -87,7 +87,7 @@ class DiscreteLagrangian(BodyRotationMap):
         def retract(W, d):
             return W @ cayley(so_hat(d, n))
 
-        W0 = cayley(h * _son.omega(M, J))
+        W0 = cayley(h * rigid.omega(M, J))
         W, st = self.solver.solve(
             residual,
             W0,
@@ -95,14 +95,14 @@ class DiscreteLagrangian(BodyRotationMap):
             tangent=jnp.zeros(so_dim(n), dtype=M.dtype),
             tangent_map=lambda W, d: W @ so_hat(d, n),
         )
-        W = orthonormalize(W)  # remove the round-off the Cayley updates accumulated
+        W = orthonormalize(jnp.asarray(W))  # remove the round-off the Cayley updates accumulated
         newton = status(st.converged, st.residual, Reason.NOT_CONVERGED)
         if not self.check_branch:
             return W, newton
         branch = status(positive_stable((Q @ W) / J[:, None]), st.residual, Reason.WRONG_BRANCH)
         return W, combine([newton, branch])
 
-    def step_with_rotation(self, system: _son.Body, x, h):
+    def step_with_rotation(self, system: rigid.Body, x, h):
         """One step; returns (x_{k+1}, W_k, StepStatus) (W_k = g_kᵀ g_{k+1})."""
         M, P = system.body_split(x)
         J = system.J
@@ -113,7 +113,7 @@ class DiscreteLagrangian(BodyRotationMap):
         return system.body_advance(x, M_next, W), W, st
 
     # -- what the map keeps ------------------------------------------------------------
-    def modified_P(self, system: _son.Body, x, h):
+    def modified_P(self, system: rigid.Body, x, h):
         """P̃ = P − ε²P²/4 (zero for the free body)."""
         M, P = system.body_split(x)
         if P is None:
@@ -136,8 +136,8 @@ class DiscreteLagrangian(BodyRotationMap):
         Pt = self.modified_P(system, x, h)
         J = system.J
         out = {
-            "H~": _son.kinetic(M, J) - 0.5 * jnp.sum(J * jnp.diagonal(Pt, axis1=-2, axis2=-1), -1)
+            "H~": rigid.kinetic(M, J) - 0.5 * jnp.sum(J * jnp.diagonal(Pt, axis1=-2, axis2=-1), -1)
         }
         out.update(system.casimirs(x))
-        out.update(_son.named_lax_integrals(M, Pt, J, suffix="~"))
+        out.update(rigid.named_lax_integrals(M, Pt, J, suffix="~"))
         return out

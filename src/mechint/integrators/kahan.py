@@ -45,3 +45,6 @@ class Kahan(Integrator):
 
     def preserved(self, system: QuadraticVectorField, x, h) -> dict:
         return system.kahan_integrals(x, h)
+
+    def poisson_on(self, system) -> bool:
+        return isinstance(system, QuadraticVectorField) and system.kahan_poisson()

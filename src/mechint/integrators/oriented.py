@@ -20,7 +20,7 @@ from mechint.errors import InputError
 from mechint.integrators.discrete_lagrangian import BodyRotationMap
 from mechint.lie import orthonormalize
 from mechint.maps import Integrator, StepStatus, Traits
-from mechint.systems._son import Body
+from mechint.systems.rigid import Body
 
 
 @final

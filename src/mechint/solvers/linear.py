@@ -8,6 +8,9 @@ times faster for 3×3).  Larger systems use ``jnp.linalg.solve`` (LAPACK / cuSOL
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
@@ -76,7 +79,8 @@ def positive_stable(Y: Float[Array, "... n n"]):
         p.append(jnp.trace(power, axis1=-2, axis2=-1))
     e = [jnp.ones_like(p[0])]
     for k in range(1, n + 1):
-        e.append(sum(((-1) ** (i - 1)) * e[k - i] * p[i - 1] for i in range(1, k + 1)) / k)
+        terms = [((-1) ** (i - 1)) * e[k - i] * p[i - 1] for i in range(1, k + 1)]
+        e.append(functools.reduce(operator.add, terms) / k)
     zero = jnp.zeros_like(p[0])
     width = n // 2 + 1
     row0 = [e[j] if j <= n else zero for j in range(0, 2 * width, 2)]

@@ -6,7 +6,6 @@ numbers (their ``parameter_table``); adding a system is its module plus one line
 """
 
 from mechint._validate import lookup
-from mechint.systems._son import Body
 from mechint.systems.base import (
     ExactSolution,
     HamiltonianSystem,
@@ -32,6 +31,7 @@ from mechint.systems.euler_top import AxisRotation, EulerTop
 from mechint.systems.free_rigid_body import FreeRigidBody
 from mechint.systems.quadratic_field import LotkaVolterra, QuadraticField
 from mechint.systems.quadratic_potential import QuadraticPotentialTop
+from mechint.systems.rigid import Body
 
 # The models the CLI can build from numbers (the others take user functions or tensors).
 SYSTEMS: dict[str, type[System]] = {

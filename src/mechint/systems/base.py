@@ -19,7 +19,7 @@ Capabilities are bases the type checker sees, never attributes probed with ``has
 ẋ = Π∇H), ``QuadraticVectorField`` (ẋ = Q(x, x) + Bx + c: Kahan's domain),
 ``ExactSolution``, ``LevelSetSampler`` (random states sharing the Casimirs),
 ``NaturalSplit`` (exact flows of the pieces of H).  ``canonical.Canonical`` and
-``_son.Body`` are the canonical and rigid-body-on-so(n) capabilities.
+``rigid.Body`` are the canonical and rigid-body-on-so(n) capabilities.
 
 Every method works on batched states (leading axes) as well.
 """
@@ -76,6 +76,7 @@ class System(abc.ABC):
     state_options: ClassVar[tuple[StateOption, ...]] = ()
     quadratic_invariants: ClassVar[tuple[str, ...]] = ()
     momentum_maps: ClassVar[tuple[str, ...]] = ()
+    canonical: ClassVar[bool] = False  # True for ``Canonical`` systems (Π = 𝕁)
 
     @property
     @abc.abstractmethod
@@ -162,6 +163,10 @@ class QuadraticVectorField(System):
 
     def kahan_integrals(self, x, h) -> dict[str, Any]:
         return {}
+
+    def kahan_poisson(self) -> bool:
+        """Whether Kahan's map is Poisson on this system (not in general)."""
+        return False
 
 
 class ExactSolution(System):

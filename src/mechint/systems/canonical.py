@@ -71,6 +71,7 @@ class Canonical(PoissonSystem):
         StateOption("p0", "initial momenta p (canonical systems): comma-separated"),
     )
     dof: int
+    canonical: ClassVar[bool] = True
 
     @abc.abstractmethod
     def energy(self, q, p) -> Float[Array, ""]: ...

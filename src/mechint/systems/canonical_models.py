@@ -55,7 +55,8 @@ class HarmonicOscillator(Separable, ExactSolution):
     def __repr__(self) -> str:
         return f"HarmonicOscillator(omega={tuple(float(w) for w in np.asarray(self.omega))})"
 
-    kinetic = staticmethod(_half_square)
+    def kinetic(self, p):
+        return _half_square(p)
 
     def potential(self, q):
         return 0.5 * jnp.sum((self.omega * q) ** 2)
@@ -87,7 +88,8 @@ class Pendulum(Separable):
     def __repr__(self) -> str:
         return f"Pendulum(omega={float(self.omega):g})"
 
-    kinetic = staticmethod(_half_square)
+    def kinetic(self, p):
+        return _half_square(p)
 
     def potential(self, q):
         return self.omega**2 * jnp.sum(1.0 - jnp.cos(q))
@@ -128,7 +130,8 @@ class Kepler(Separable, ExactSolution):
     def __repr__(self) -> str:
         return f"Kepler(mu={float(self.mu):g})"
 
-    kinetic = staticmethod(_half_square)
+    def kinetic(self, p):
+        return _half_square(p)
 
     def potential(self, q):
         return -self.mu / jnp.sqrt(jnp.sum(q * q))
@@ -143,7 +146,9 @@ class Kepler(Separable, ExactSolution):
             "A2": -p[..., 0] * L - self.mu * q[..., 1] / r,
         }
 
-    def periapsis_state(self, e: float, a: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    def periapsis_state(
+        self, e: float | np.ndarray, a: float = 1.0
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(q, p) at periapsis of the orbit with eccentricity 0 <= e < 1 and semi-major axis
         a, moving counter-clockwise: q = (a(1 − e), 0), p = (0, √(μ(1 + e)/(a(1 − e))))."""
         e = float(real_array("e", e, ()))
@@ -167,7 +172,7 @@ class Kepler(Separable, ExactSolution):
             raise InputError("eccentricity", "give either eccentricity or q0/p0")
         e = np.asarray(given["eccentricity"])
         try:
-            return self.periapsis_state(e.reshape(()))
+            return self.periapsis_state(e.reshape(()) if e.size == 1 else e)
         except InputError as exc:
             raise InputError("eccentricity", exc.problem, exc.fix) from None
 
@@ -205,7 +210,8 @@ class HenonHeiles(Separable):
     def __repr__(self) -> str:
         return f"HenonHeiles(lam={float(self.lam):g})"
 
-    kinetic = staticmethod(_half_square)
+    def kinetic(self, p):
+        return _half_square(p)
 
     def potential(self, q):
         q1, q2 = q[0], q[1]

@@ -11,7 +11,7 @@ from jaxtyping import Array, Float
 
 from mechint._pytree import register_pytree
 from mechint.lie import commutator, so_dim, so_hat, so_vee, vee
-from mechint.systems import _son
+from mechint.systems import rigid
 from mechint.systems.base import StateOption, required, state_pair
 
 
@@ -24,7 +24,7 @@ def wedge(p, q):
 @final
 @register_pytree(data=("J",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False, repr=False)
-class ClebschTop(_son.Body):
+class ClebschTop(rigid.Body):
     r"""The Clebsch case of the top in a quadratic potential, A = aaᵀ, any n >= 2.
 
     State (M, p), p = gᵀa.  Equations (6.4): Ṁ = [M, Ω] + p ∧ (Jp),  ṗ = −Ωp.
@@ -39,7 +39,7 @@ class ClebschTop(_son.Body):
 
     name: ClassVar[str] = "clebsch"
     state_options: ClassVar[tuple[StateOption, ...]] = (
-        _son.M0_OPTION,
+        rigid.M0_OPTION,
         StateOption("p0", "initial vector p = g0ᵀa (n numbers)"),
         StateOption("a", "potential vector a (space frame) instead of p0: p0 = g0ᵀ a"),
     )
@@ -65,7 +65,7 @@ class ClebschTop(_son.Body):
 
     def hamiltonian(self, x) -> Float[Array, ...]:
         M, p = x
-        return _son.kinetic(M, self.J) - 0.5 * jnp.sum(self.J * p * p, axis=-1)
+        return rigid.kinetic(M, self.J) - 0.5 * jnp.sum(self.J * p * p, axis=-1)
 
     def casimirs(self, x) -> dict[str, Float[Array, ...]]:
         M, p = x
@@ -92,13 +92,13 @@ class ClebschTop(_son.Body):
         return self.potential_matrix(x) + lam * x[0] + lam**2 * jnp.diag(self.J**2)
 
     def lax_integrals(self, x) -> Float[Array, "... m"]:
-        return _son.lax_integrals(x[0], self.potential_matrix(x), self.J)
+        return rigid.lax_integrals(x[0], self.potential_matrix(x), self.J)
 
     def invariants(self, x) -> dict[str, Float[Array, ...]]:
         return {
             "H": self.hamiltonian(x),
             **self.casimirs(x),
-            **_son.named_lax_integrals(x[0], self.potential_matrix(x), self.J),
+            **rigid.named_lax_integrals(x[0], self.potential_matrix(x), self.J),
         }
 
     # -- coordinates and Poisson tensor --------------------------------------------------
@@ -113,7 +113,7 @@ class ClebschTop(_son.Body):
 
     def poisson_tensor(self, x) -> Float[Array, "... d d"]:
         M, p = x
-        return _son.semidirect_tensor(_son.poisson_MM(M), _son.poisson_Mp(p))
+        return rigid.semidirect_tensor(rigid.poisson_MM(M), rigid.poisson_Mp(p))
 
     # -- the body split (discrete Lagrangian map) and facts ------------------------------
     def body_split(self, x):
@@ -133,7 +133,7 @@ class ClebschTop(_son.Body):
             p0 = self.body_vector(given["a"], np.eye(n) if frame is None else frame)
         else:
             p0 = required(given, "p0", self.name, "give p0 (or a)")
-        return _son.validate_pair(self, (M0, p0), "p0")
+        return rigid.validate_pair(self, (M0, p0), "p0")
 
     # -- validation -----------------------------------------------------------------------
     def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
@@ -141,6 +141,6 @@ class ClebschTop(_son.Body):
         return state_pair(
             name,
             x,
-            ("M", lambda nm, v: _son.matrix_state(nm, v, n, "skew")),
-            ("p", lambda nm, v: _son.vector_state(nm, v, n)),
+            ("M", lambda nm, v: rigid.matrix_state(nm, v, n, "skew")),
+            ("p", lambda nm, v: rigid.vector_state(nm, v, n)),
         )

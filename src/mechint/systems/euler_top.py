@@ -122,6 +122,12 @@ class EulerTop(PoissonSystem, QuadraticVectorField, ExactSolution, LevelSetSampl
         out["d2/d3"] = d[1] / d[2]
         return out
 
+    def kahan_poisson(self) -> bool:
+        """Kahan's map is Poisson for hat(m) iff two moments are equal (Kahan's theorem,
+        MATH.md §2)."""
+        I = np.asarray(self.inertia)
+        return bool(I[0] == I[1] or I[1] == I[2] or I[0] == I[2])
+
     def kahan_step(self, x, h) -> tuple[Float[Array, 3], maps.StepStatus]:
         """Kahan's step in closed form (``mechint.integrators.kahan``)."""
         return kahan_step(self.coefficients, x, h)

@@ -11,7 +11,7 @@ from jaxtyping import Array, Float
 
 from mechint._pytree import register_pytree
 from mechint.lie import commutator, so_hat, so_vee
-from mechint.systems import _son
+from mechint.systems import rigid
 from mechint.systems.base import StateOption, validate_as
 from mechint.systems.euler_top import EulerTop
 
@@ -19,7 +19,7 @@ from mechint.systems.euler_top import EulerTop
 @final
 @register_pytree(data=("J",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False, repr=False)
-class FreeRigidBody(_son.Body):
+class FreeRigidBody(rigid.Body):
     r"""Free rigid body in so(n), any n >= 2: Ṁ = [M, Ω], M = JΩ + ΩJ.
 
     State: M, a skew n×n matrix (body angular momentum).  H = ½ Σ_{j<k} M_jk²/(J_j+J_k);
@@ -32,7 +32,7 @@ class FreeRigidBody(_son.Body):
     J: Float[Array, " n"]
 
     name: ClassVar[str] = "free-rigid-body"
-    state_options: ClassVar[tuple[StateOption, ...]] = (_son.M0_OPTION,)
+    state_options: ClassVar[tuple[StateOption, ...]] = (rigid.M0_OPTION,)
     state_fields = (("M", ("row", "col")),)  # type: ignore[assignment]
 
     @property
@@ -51,7 +51,7 @@ class FreeRigidBody(_son.Body):
         return commutator(M, self.omega(M))
 
     def hamiltonian(self, M: Float[Array, "... n n"]) -> Float[Array, ...]:
-        return _son.kinetic(M, self.J)
+        return rigid.kinetic(M, self.J)
 
     def casimirs(self, M: Float[Array, "... n n"]) -> dict[str, Float[Array, ...]]:
         out, power = {}, M
@@ -66,13 +66,13 @@ class FreeRigidBody(_son.Body):
 
     def lax_integrals(self, M: Float[Array, "... n n"]) -> Float[Array, "... m"]:
         """Manakov's integrals: coefficients of tr (M + λJ²)^k that are not Casimirs."""
-        return _son.lax_integrals(M, None, self.J, free=True)
+        return rigid.lax_integrals(M, None, self.J, free=True)
 
     def invariants(self, M) -> dict[str, Float[Array, ...]]:
         return {
             "H": self.hamiltonian(M),
             **self.casimirs(M),
-            **_son.named_lax_integrals(M, None, self.J, free=True),
+            **rigid.named_lax_integrals(M, None, self.J, free=True),
         }
 
     # -- coordinates and Poisson tensor --------------------------------------------------
@@ -85,7 +85,7 @@ class FreeRigidBody(_son.Body):
 
     def poisson_tensor(self, M) -> Float[Array, "... d d"]:
         """Π(z) with ż = Π(z)∇_z H, in the coordinates of ``coordinates``."""
-        return _son.poisson_MM(M)
+        return rigid.poisson_MM(M)
 
     # -- the body split (discrete Lagrangian map) and facts ------------------------------
     def body_split(self, x):
@@ -102,4 +102,4 @@ class FreeRigidBody(_son.Body):
 
     # -- validation -----------------------------------------------------------------------
     def validate_state(self, x, name: str = "x0") -> tuple[np.ndarray, bool]:
-        return _son.matrix_state(name, x, self.n, "skew")
+        return rigid.matrix_state(name, x, self.n, "skew")

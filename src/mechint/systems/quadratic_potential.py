@@ -12,14 +12,14 @@ from jaxtyping import Array, Float
 from mechint._pytree import register_pytree
 from mechint.errors import InputError
 from mechint.lie import commutator, so_hat, so_vee, sym_dim, sym_hat, sym_vee
-from mechint.systems import _son
+from mechint.systems import rigid
 from mechint.systems.base import StateOption, required, state_pair
 
 
 @final
 @register_pytree(data=("J",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False, repr=False)
-class QuadraticPotentialTop(_son.Body):
+class QuadraticPotentialTop(rigid.Body):
     r"""Rigid body about a fixed point in the potential φ(x) = ½ xᵀAx, any n >= 2.
 
     State (M, P): M skew (body angular momentum), P = gᵀAg symmetric.  Equations (4.4):
@@ -34,7 +34,7 @@ class QuadraticPotentialTop(_son.Body):
 
     name: ClassVar[str] = "quadratic-potential-top"
     state_options: ClassVar[tuple[StateOption, ...]] = (
-        _son.M0_OPTION,
+        rigid.M0_OPTION,
         StateOption("P0", "initial symmetric P = g0ᵀAg0 (n x n)"),
         StateOption("A", "potential matrix A (space frame) instead of P0: P0 = g0ᵀ A g0"),
     )
@@ -54,12 +54,12 @@ class QuadraticPotentialTop(_son.Body):
     def vector_field(self, x):
         M, P = x
         Omega = self.omega(M)
-        torque = _son.times_J(self.J, P, "right") - _son.times_J(self.J, P, "left")
+        torque = rigid.times_J(self.J, P, "right") - rigid.times_J(self.J, P, "left")
         return commutator(M, Omega) + torque, commutator(P, Omega)
 
     def hamiltonian(self, x) -> Float[Array, ...]:
         M, P = x
-        return _son.kinetic(M, self.J) - 0.5 * jnp.sum(
+        return rigid.kinetic(M, self.J) - 0.5 * jnp.sum(
             self.J * jnp.diagonal(P, axis1=-2, axis2=-1), axis=-1
         )
 
@@ -79,13 +79,13 @@ class QuadraticPotentialTop(_son.Body):
     def lax_integrals(self, x) -> Float[Array, "... m"]:
         """Coefficients of λ^{2j} in tr L(λ)^k, k = 2..n, j = 1..k−1 (n(n−1)/2 integrals)."""
         M, P = x
-        return _son.lax_integrals(M, P, self.J)
+        return rigid.lax_integrals(M, P, self.J)
 
     def invariants(self, x) -> dict[str, Float[Array, ...]]:
         return {
             "H": self.hamiltonian(x),
             **self.casimirs(x),
-            **_son.named_lax_integrals(x[0], x[1], self.J),
+            **rigid.named_lax_integrals(x[0], x[1], self.J),
         }
 
     # -- coordinates and Poisson tensor --------------------------------------------------
@@ -100,7 +100,7 @@ class QuadraticPotentialTop(_son.Body):
 
     def poisson_tensor(self, x) -> Float[Array, "... d d"]:
         M, P = x
-        return _son.semidirect_tensor(_son.poisson_MM(M), _son.poisson_MP(P))
+        return rigid.semidirect_tensor(rigid.poisson_MM(M), rigid.poisson_MP(P))
 
     # -- the body split (discrete Lagrangian map) and facts ------------------------------
     def body_split(self, x):
@@ -125,7 +125,7 @@ class QuadraticPotentialTop(_son.Body):
             P0 = self.body_potential(A, np.eye(n) if frame is None else frame)
         else:
             P0 = required(given, "P0", self.name, "give P0 (or A)")
-        return _son.validate_pair(self, (M0, P0), "P0")
+        return rigid.validate_pair(self, (M0, P0), "P0")
 
     # -- validation -----------------------------------------------------------------------
     def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
@@ -133,6 +133,6 @@ class QuadraticPotentialTop(_son.Body):
         return state_pair(
             name,
             x,
-            ("M", lambda nm, v: _son.matrix_state(nm, v, n, "skew")),
-            ("P", lambda nm, v: _son.matrix_state(nm, v, n, "symmetric")),
+            ("M", lambda nm, v: rigid.matrix_state(nm, v, n, "skew")),
+            ("P", lambda nm, v: rigid.matrix_state(nm, v, n, "symmetric")),
         )
