@@ -56,15 +56,15 @@ def ensembles(quick: bool):
     top = mi.systems.EulerTop((2.0, 1.0, 2.0 / 3.0))
     body = mi.systems.FreeRigidBody((1.0, 2.0, 3.0))
     rows = []
-    sizes = (10**4, 10**5) if quick else (10**4, 10**5, 10**6, 10**7)
+    sizes = (10**3, 10**4) if quick else (10**4, 10**5, 10**6, 10**7)
     for batch in sizes:
         m = rng.standard_normal((batch, 3))
-        steps = max(2, (10**7 if quick else 2 * 10**8) // batch)
+        steps = max(2, (10**6 if quick else 2 * 10**8) // batch)
         wall = _rate(top, mi.integrators.Kahan(), m, steps)
         rows.append(("Kahan, Euler top", batch, steps, batch * steps / wall))
     for batch in sizes[:3]:
         A = 0.5 * rng.standard_normal((batch, 3, 3))
-        steps = max(2, (10**6 if quick else 10**7) // batch)
+        steps = max(2, (10**5 if quick else 10**7) // batch)
         wall = _rate(body, mi.integrators.DiscreteLagrangian(), A - A.transpose(0, 2, 1), steps)
         rows.append(("discrete Lagrangian, n = 3", batch, steps, batch * steps / wall))
     print(f"Ensembles, float64 (device: {jax.devices()[0]})")
@@ -76,7 +76,7 @@ def ensembles(quick: bool):
 
 
 def long_run(quick: bool):
-    steps, every = (10**7, 10**3) if quick else (10**9, 10**5)
+    steps, every = (10**6, 10**3) if quick else (10**9, 10**5)
     out = subprocess.run(
         [sys.executable, "-c", LONG_RUN, str(steps), str(every)],
         capture_output=True, text=True, check=True,

@@ -124,5 +124,5 @@ def test_reason_codes_are_one_enumeration():
     assert [r.label for r in Reason] == list(mi.maps.REASON_LABELS)
     st = mi.maps.status(jnp.asarray(False), jnp.asarray(1.0), Reason.SINGULAR)
     assert int(st.reason) == Reason.SINGULAR
-    ok = mi.maps.status(jnp.asarray(True), jnp.asarray(0.0), Reason.SINGULAR)
-    assert int(ok.reason) == Reason.OK
+    both = mi.maps.combine([mi.maps.ok_status(jnp.ones(2)), st])
+    assert not both.ok and int(both.reason) == Reason.SINGULAR  # the first failure's reason

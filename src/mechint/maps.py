@@ -75,7 +75,9 @@ REASON_LABELS = tuple(r.label for r in Reason)
 
 
 class StepStatus(NamedTuple):
-    """What one step reports: ``ok``, its ``residual`` and a ``Reason`` code."""
+    """What one step reports: ``ok``, its ``residual`` and the ``Reason`` code that
+    applies where ``ok`` is False (read it only there: a step that succeeded costs no
+    select to clear it)."""
 
     ok: Bool[Array, ""]
     residual: Float[Array, ""]
@@ -84,9 +86,7 @@ class StepStatus(NamedTuple):
 
 def status(ok, residual, reason: Reason) -> StepStatus:
     """A status that fails with ``reason`` where ``ok`` is False."""
-    ok = jnp.asarray(ok)
-    code = jnp.where(ok, jnp.int32(Reason.OK), jnp.int32(reason))
-    return StepStatus(ok, jnp.asarray(residual), code)
+    return StepStatus(jnp.asarray(ok), jnp.asarray(residual), jnp.int32(reason))
 
 
 def finite(x) -> Bool[Array, ""]:

@@ -40,6 +40,15 @@ from mechint.trajectory import Trajectory
 
 # Body-steps per chunk: long enough to amortise dispatch, short enough for progress.
 _CHUNK_BODY_STEPS = 1 << 22
+# A failure is recorded as step × _CODES + reason (one select a step for both).
+_CODES = 8
+assert len(Reason) <= _CODES
+
+
+def _decode(fail) -> tuple[np.ndarray, np.ndarray]:
+    """(failed step, −1 where none; reason code) from the driver's packed record."""
+    fail = np.asarray(fail)
+    return np.where(fail >= 0, fail // _CODES, -1), np.where(fail >= 0, fail % _CODES, 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,13 +114,13 @@ def _advance(system, integrator, carry, h, save_every, n_saves, *, capacity, bat
         step = jax.vmap(step, in_axes=(None, 0, None))
 
     def one_step(_, carry):
-        x, k, fail_step, fail_res, fail_why = carry
+        x, k, fail, fail_res = carry
         x_new, st = step(system, x, h)
-        newly = (fail_step < 0) & ~st.ok
-        fail_step = jnp.where(newly, k + 1, fail_step)
+        newly = (fail < 0) & ~st.ok
+        # the failing step and its reason in one number: step × 8 + reason
+        fail = jnp.where(newly, (k + 1) * _CODES + st.reason.astype(fail.dtype), fail)
         fail_res = jnp.where(newly, st.residual.astype(fail_res.dtype), fail_res)
-        fail_why = jnp.where(newly, st.reason, fail_why)
-        return _freeze(fail_step >= 0, x, x_new), k + 1, fail_step, fail_res, fail_why
+        return _freeze(fail >= 0, x, x_new), k + 1, fail, fail_res
 
     def one_save(i, state):
         carry, saved = state
@@ -227,7 +236,6 @@ def simulate(
         jnp.asarray(0, dtype=jnp.int64),
         jnp.full(lead, -1, dtype=jnp.int64),
         jnp.zeros(lead, dtype=real),
-        jnp.zeros(lead, dtype=jnp.int32),
     )
     samples = [jax.tree.map(lambda a: np.asarray(a, dtype=real)[None], x0_np)]
     every = jnp.asarray(save_every, dtype=jnp.int64)
@@ -245,7 +253,7 @@ def simulate(
                 capacity=capacity(n), batched=batched,
             )  # fmt: skip
             saved = jax.tree.map(lambda a, n=n: a[:n], jax.device_get(saved))
-            fail_step = np.asarray(carry[2])
+            fail_step = _decode(carry[2])[0]
             if throw and np.any(fail_step >= 0):
                 _raise_failure(run, samples, saved, done, carry)
             samples.append(saved)
@@ -265,7 +273,7 @@ def _trajectory(run: _Run, samples, carry, **stats) -> Trajectory:
     x = jax.tree.map(lambda *parts: np.concatenate(parts, axis=0), *samples)
     n_saved = jax.tree.leaves(x)[0].shape[0]
     full = run.steps // run.save_every + 1
-    fail_step = np.asarray(carry[2])
+    fail_step, codes = _decode(carry[2])
     if n_saved < full and np.all(fail_step >= 0):  # stopped early: every member failed
         x = jax.tree.map(lambda a: _pad(a, full), x)
         n_saved = full
@@ -283,9 +291,7 @@ def _trajectory(run: _Run, samples, carry, **stats) -> Trajectory:
     integrator = run.integrator
     if isinstance(integrator, Oriented):
         integrator = integrator.base
-    reason = np.vectorize(lambda code: Reason(int(code)).label, otypes=[object])(
-        np.asarray(carry[4])
-    )
+    reason = np.vectorize(lambda code: Reason(int(code)).label, otypes=[object])(codes)
     return Trajectory(
         system=run.system,
         integrator=integrator,
@@ -315,21 +321,18 @@ def _blank(a: np.ndarray, invalid: np.ndarray) -> np.ndarray:
 
 def _raise_failure(run: _Run, samples, saved, done, carry):
     x = carry[0]
-    fail_step = np.atleast_1d(np.asarray(carry[2]))
+    fail_step, codes = (np.atleast_1d(a) for a in _decode(carry[2]))
     failed = np.flatnonzero(fail_step >= 0)
     member = int(failed[np.argmin(fail_step[failed])])
     first = int(fail_step[member])
     residual = float(np.atleast_1d(np.asarray(carry[3]))[member])
-    why = Reason(int(np.atleast_1d(np.asarray(carry[4]))[member]))
+    why = Reason(int(codes[member]))
     # Samples of this chunk strictly before the failing step are valid.
     valid = max(0, (first - 1) // run.save_every - done)
     kept = [*samples, jax.tree.map(lambda a: a[:valid], saved)]
-    healthy = (
-        jnp.full_like(carry[2], -1),
-        *carry[3:],
-    )
     partial_run = dataclasses.replace(run, steps=(done + valid) * run.save_every)
-    partial_traj = _trajectory(partial_run, kept, (carry[0], carry[1], *healthy))
+    healthy = (carry[0], carry[1], jnp.full_like(carry[2], -1), carry[3])
+    partial_traj = _trajectory(partial_run, kept, healthy)
     last = jax.tree.map(lambda a: np.asarray(a)[member] if run.batched else np.asarray(a), x)
     if run.oriented:
         last = last[0]
