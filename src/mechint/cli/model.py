@@ -22,31 +22,25 @@ _NUMBERS = (
 )
 
 
-def _merged(entries: dict[str, list[tuple[str, str]]]) -> dict[str, str]:
-    """option → help, the helps of systems sharing an option name joined."""
-    out = {}
-    for name, uses in entries.items():
-        helps: dict[str, list[str]] = {}
-        for owner, text in uses:
-            helps.setdefault(text, []).append(owner)
-        out[name] = "; ".join(f"{text} ({', '.join(owners)})" for text, owners in helps.items())
-    return out
+def _options(table) -> dict[str, str]:
+    """option → help over every registered system's ``table(cls)`` entries, the helps of
+    systems sharing an option name joined."""
+    helps: dict[str, dict[str, list[str]]] = {}
+    for owner, cls in systems.SYSTEMS.items():
+        for entry in table(cls):
+            helps.setdefault(entry.name, {}).setdefault(entry.help, []).append(owner)
+    return {
+        name: "; ".join(f"{text} ({', '.join(owners)})" for text, owners in by_text.items())
+        for name, by_text in helps.items()
+    }
 
 
 def parameter_options() -> dict[str, str]:
-    entries: dict[str, list[tuple[str, str]]] = {}
-    for name, cls in systems.SYSTEMS.items():
-        for p in cls.parameter_table:
-            entries.setdefault(p.name, []).append((name, p.help))
-    return _merged(entries)
+    return _options(lambda cls: cls.parameter_table)
 
 
 def state_options() -> dict[str, str]:
-    entries: dict[str, list[tuple[str, str]]] = {}
-    for name, cls in systems.SYSTEMS.items():
-        for s in cls.state_options:
-            entries.setdefault(s.name, []).append((name, s.help))
-    return _merged(entries)
+    return _options(lambda cls: cls.state_options)
 
 
 def add_system_options(p: argparse.ArgumentParser) -> None:
