@@ -26,22 +26,22 @@ from mechint.diagnostics.fit import fit_power_law
 from mechint.diagnostics.onestep import one_step, raise_if_failed
 from mechint.diagnostics.order import flatten_state
 from mechint.errors import StepFailure, UnsupportedError
-from mechint.maps import Integrator, require_serves
+from mechint.maps import Integrator
 from mechint.systems.base import HamiltonianSystem, System
 
 
 def step(system: System, integrator: Integrator, x, h):
     """One step Φ_h(x) (compiled once per (system type, integrator)); ``StepFailure``
     when it fails."""
-    require_serves(integrator, system)
     out, _ = one_step(system, integrator, x, [h])
     raise_if_failed([h], out.status)
     return jax.tree.map(lambda a: a[0], out.y)
 
 
-def relative(before, after) -> float:
-    b, a = float(before), float(after)
-    return abs(a - b) / (abs(b) if b != 0.0 else 1.0)
+def relative(before, after) -> np.ndarray:
+    """|after − before| / |before| (absolute where before = 0), elementwise."""
+    b, a = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    return np.abs(a - b) / np.where(b != 0.0, np.abs(b), 1.0)
 
 
 def _forward(system, integrator, x, h):
@@ -55,14 +55,14 @@ def energy_defect(system: System, integrator: Integrator, x, h) -> float:
     if not isinstance(system, HamiltonianSystem):
         raise UnsupportedError("system", f"{type(system).__name__} has no Hamiltonian")
     out = _forward(system, integrator, x, h)
-    return relative(out.before["energy"], out.after["energy"][0])
+    return float(relative(out.before["energy"], out.after["energy"][0]))
 
 
 def casimir_defects(system: System, integrator: Integrator, x, h) -> dict[str, float]:
     """Relative change of each Casimir in one step ({} when the system has none)."""
     out = _forward(system, integrator, x, h)
     names = [k for k in out.before if k.startswith("casimir ")]
-    return {k[len("casimir ") :]: relative(out.before[k], out.after[k][0]) for k in names}
+    return {k[len("casimir ") :]: float(relative(out.before[k], out.after[k][0])) for k in names}
 
 
 def momentum_defect(system: System, integrator: Integrator, x, h) -> dict[str, float]:
@@ -72,7 +72,7 @@ def momentum_defect(system: System, integrator: Integrator, x, h) -> dict[str, f
             "system", f"{type(system).__name__} names no momentum map (momentum_maps)"
         )
     out = _forward(system, integrator, x, h)
-    return {k: relative(out.before[k], out.after[k][0]) for k in system.momentum_maps}
+    return {k: float(relative(out.before[k], out.after[k][0])) for k in system.momentum_maps}
 
 
 def reversibility_defect(system: System, integrator: Integrator, x, h) -> float:

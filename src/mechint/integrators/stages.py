@@ -24,7 +24,6 @@ from functools import cache
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from mechint._validate import lookup
 from mechint.maps import Integrator, Reason, StepStatus, combine
@@ -120,8 +119,3 @@ SPLITTING_SCHEMES = {
 
 def splitting_scheme(name: str) -> SplittingScheme:
     return lookup("scheme", SPLITTING_SCHEMES, name)
-
-
-def plan_array(plan) -> np.ndarray:
-    """The coefficients of a plan (for tests and documentation)."""
-    return np.asarray([c for _, c in plan])
