@@ -125,7 +125,7 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing():
 
     from dask.distributed import Client, LocalCluster
 
-    slow = {**EXPERIMENT, "steps": 1_000_000, "save_every": 100_000, "max_batch": 5}
+    slow = {**EXPERIMENT, "steps": 100_000, "save_every": 10_000, "max_batch": 5}
     slow["system"] = {
         "name": "euler-top",
         "grid": {"inertia": [[2, 1, 0.6667], [3, 2, 1], [4, 2, 1]]},
@@ -136,18 +136,25 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing():
         dashboard_address=None,
     )  # fmt: skip
     with cluster, Client(cluster) as client:
-        pids = sorted(client.run(os.getpid).values())
+        workers = client.run(os.getpid)
+        victim = sorted(workers)[0]
         killed = {}
+        stop = threading.Event()
 
-        def kill():
-            killed["at"] = time.monotonic()
-            os.kill(pids[0], signal.SIGKILL)
+        def kill_once_busy():  # the kill lands while the victim holds a task, not on a timer
+            while not stop.is_set():
+                if client.processing().get(victim):
+                    killed["at"] = time.monotonic()
+                    os.kill(workers[victim], signal.SIGKILL)
+                    return
+                time.sleep(0.002)
 
-        timer = threading.Timer(1.5, kill)
-        timer.start()
+        watcher = threading.Thread(target=kill_once_busy)
+        watcher.start()
         result = sweeps.sweep(slow, scheduler=cluster.scheduler_address)
         finished = time.monotonic()
-        timer.cancel()
+        stop.set()
+        watcher.join()
     assert "at" in killed and killed["at"] < finished  # the kill happened mid-sweep
     for name in reference.data_vars:
         assert np.array_equal(result[name].values, reference[name].values), name
@@ -161,7 +168,7 @@ def test_killed_sweep_keeps_finished_tasks_and_resumes_bit_for_bit(tmp_path, cap
 
     toml = tmp_path / "long.toml"
     toml.write_text(
-        "steps = 4000000\nsave_every = 400000\nh = [0.001, 0.002, 0.004]\n"
+        "steps = 1000000\nsave_every = 100000\nh = [0.001, 0.002, 0.004]\n"
         'integrators = ["kahan"]\n[system]\nname = "euler-top"\n'
         "[system.grid]\ninertia = [[2, 1, 0.6667], [3, 2, 1], [4, 2, 1]]\n"
         "[initial.random]\ncount = 3\nseed = 1\nC = 0.5\n"

@@ -130,3 +130,23 @@ def lookup(parameter: str, table: dict, name: str):
         raise InputError(
             parameter, f"unknown {parameter} {name!r}", "choose one of: " + ", ".join(table)
         ) from None
+
+
+def rotations(name: str, g0, n: int, batched: bool, batch: int) -> np.ndarray:
+    """g0 ∈ SO(n): one (n, n), or one per batch member (batch, n, n) when ``batched``;
+    a single one is repeated over the batch."""
+    g = real_array(name, g0)
+    shape = (batch, n, n) if batched and g.ndim == 3 else (n, n)
+    if g.shape != shape:
+        raise InputError(name, f"expected an {n}x{n} rotation matrix, got shape {g.shape}")
+    defect = float(np.max(np.abs(np.swapaxes(g, -1, -2) @ g - np.eye(n))))
+    if defect > 1e-10 or np.any(np.linalg.det(g) <= 0):
+        raise InputError(
+            name,
+            f"is not a rotation (max |gᵀg − I| = {defect:.2g}, det = "
+            f"{np.min(np.linalg.det(g)):.3g})",
+            "give g in SO(n), e.g. the identity",
+        )
+    if batched and g.ndim == 2:
+        g = np.broadcast_to(g, (batch, n, n)).copy()
+    return g

@@ -35,6 +35,7 @@ from mechint.errors import InputError, StepFailure
 from mechint.integrators.oriented import Oriented
 from mechint.maps import Integrator, Reason, require_serves
 from mechint.systems.base import System
+from mechint.systems.euler_top import EulerTop
 from mechint.systems.rigid import Body
 from mechint.trajectory import Trajectory
 
@@ -223,7 +224,7 @@ def simulate(
     oriented = orientation is not None
     if oriented:
         integrator = Oriented(integrator)
-        assert isinstance(system, Body)  # the base map serves it (checked above)
+        assert isinstance(system, Body | EulerTop)  # the base map serves it (checked above)
         x0_np = (x0_np, Oriented.initial(system, orientation, batched, batch))
     run = _Run(system, integrator, h, t0, steps, save_every, batched, oriented)
     per_chunk = _plan(

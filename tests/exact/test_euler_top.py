@@ -102,3 +102,85 @@ def test_exact_solution_is_a_flow():
             np.max(np.abs(mi.exact.euler_top(top, mid, 5.1) - mi.exact.euler_top(top, m0, 12.4)))
             < 1e-13
         )
+
+
+def _grid(inertia):
+    """1 − k² = 10^-j (j = 1..16) on both sides of the separatrix, states within 1e-12 of
+    each axis (either sign), and random states."""
+    rng = np.random.default_rng(7)
+    inertia = np.asarray(inertia, float)
+    order = np.argsort(-inertia)
+    Is = inertia[order]
+    a12, a23 = 1 / Is[1] - 1 / Is[0], 1 / Is[2] - 1 / Is[1]
+    states = []
+    for j in range(1, 17):
+        for side in (1, -1):
+            s = np.empty(3)
+            s[order] = [0.5, 0.6, np.sqrt(0.25 * a12 / a23) * (1 + side * 10.0**-j)]
+            states.append(s)
+    for i in range(3):
+        for sign in (1, -1):
+            s = 1e-12 * rng.standard_normal(3)
+            s[i] = sign
+            states.append(s)
+    return [*states, *rng.standard_normal((6, 3))]
+
+
+@pytest.mark.parametrize("inertia", [(3.0, 2.0, 1.0), (1.0, 1.5, 4.0), (2.0, 5.0, 0.3)])
+def test_within_ten_times_the_conditioning_against_mpmath(inertia):
+    """Every state of the grid, t up to 1e4 (and negative): the error is at most 10× the
+    spread of the 60-digit solution under one-ulp moves of m0 (or 2 ulp of |m| where that
+    spread is smaller), with no state excluded."""
+    from tests.exact import mp_euler_top
+
+    top = mi.systems.EulerTop(inertia)
+    states = _grid(inertia)
+    times = np.array([-37.0, 1e3, 1e4])
+    got = mi.exact.euler_top(top, np.array(states), times)
+    worst, seen = 0.0, set()
+    for b, m0 in enumerate(states):
+        for k, t in enumerate(times):
+            ref, width = mp_euler_top.spread(inertia, m0, t)
+            floor = 2 * np.finfo(float).eps * np.linalg.norm(m0)
+            worst = max(worst, np.max(np.abs(got[b, k] - ref)) / max(width, floor))
+        seen.add(round(np.log10(max(mp_euler_top.exact(inertia, m0, 0.0)[1], 1e-30))))
+    assert worst < 10.0, worst
+    assert set(range(-16, 0)) <= seen  # the grid reached every decade of 1 − k²
+
+
+def test_the_issue_example_near_the_unstable_axis():
+    """I = (3, 2, 1), m0 = (1e-6, 1, 1e-6), t = 1000 (SciPy's path returned 5e106)."""
+    from tests.exact import mp_euler_top
+
+    top = mi.systems.EulerTop((3, 2, 1))
+    m0 = np.array([1e-6, 1.0, 1e-6])
+    got = mi.exact.euler_top(top, m0, [1000.0])[0]
+    ref, _ = mp_euler_top.exact((3, 2, 1), m0, 1000.0)
+    assert np.max(np.abs(got - ref)) < 1e-12 and abs(got[0] + 9.44e-5) < 1e-7
+
+
+def test_traceable_flow_under_jit_vmap_and_grad():
+    import jax
+    import jax.numpy as jnp
+
+    inertia = jnp.array([3.0, 2.0, 1.0])
+    m0 = np.array([0.3, 0.5, 0.8])
+    top = mi.systems.EulerTop((3, 2, 1))
+
+    @jax.jit
+    def value_and_jacobian(m, t):
+        states = jnp.stack([m, -m])
+        values = jax.vmap(mi.exact.euler_top_flow, in_axes=(None, 0, None))(inertia, states, t)
+        jac = jax.jacfwd(mi.exact.euler_top_flow, argnums=(1, 2))(inertia, m, t)
+        return values, jac
+
+    values, (d_m0, d_t) = value_and_jacobian(jnp.asarray(m0), 5.0)
+    assert np.allclose(values, mi.exact.euler_top(top, np.stack([m0, -m0]), [5.0])[:, 0])
+    # d m(t)/d m0 against central differences of the exact solution
+    step = 1e-6
+    moved = np.concatenate([m0 + step * np.eye(3), m0 - step * np.eye(3)])
+    out = mi.exact.euler_top(top, moved, [5.0])[:, 0]
+    assert np.allclose(d_m0, ((out[:3] - out[3:]) / (2 * step)).T, atol=1e-8)
+    # the time derivative is the vector field ṁ1 = (1/I3 − 1/I2) m2 m3
+    m5 = values[0]
+    assert abs(float(d_t[0]) - float(m5[1] * m5[2] * (1 / 1.0 - 1 / 2.0))) < 1e-12

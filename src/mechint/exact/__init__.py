@@ -1,6 +1,16 @@
 """Exact reference solutions."""
 
 from mechint.exact.canonical import harmonic_oscillator, kepler
-from mechint.exact.euler_top import euler_top, regime
+from mechint.exact.euler_top import attitude_flow as euler_top_attitude_flow
+from mechint.exact.euler_top import euler_top, euler_top_attitude, regime
+from mechint.exact.euler_top import flow as euler_top_flow
 
-__all__ = ["euler_top", "harmonic_oscillator", "kepler", "regime"]
+__all__ = [
+    "euler_top",
+    "euler_top_attitude",
+    "euler_top_attitude_flow",
+    "euler_top_flow",
+    "harmonic_oscillator",
+    "kepler",
+    "regime",
+]

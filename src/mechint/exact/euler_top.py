@@ -1,49 +1,90 @@
-r"""Exact free-rigid-body motion by Jacobi elliptic functions (MATH.md §1).
+r"""Exact free-rigid-body motion by Jacobi elliptic functions (MATH.md §1, §5), in JAX.
 
-For I1 > I2 > I3 and G² = |m|², 2H = Σ m_i²/I_i, the motion circulates about e3 when
-G² < 2H I2 and about e1 when G² > 2H I2.  Writing the first case (the second is the
-first after reversing the axes, an odd permutation, hence with time reversed),
+Sort the axes so that I1 > I2 > I3 (an odd permutation reverses time) and write
+a_ij = 1/I_j − 1/I_i > 0 (j > i),
 
-    m1 = m1max cn(u, k²),  m2 = m2max sn(u, k²),  m3 = s3 m3max dn(u, k²),  u = λt + u0,
+    β1 = m2² + m1² a13/a23,   β3 = m2² + m3² a13/a12,   B = m3² a23 − m1² a12.
 
-    m1max² = I1 g/(I1 − I3),  m2max² = I2 g/(I2 − I3),  m3max² = I3 f/(I1 − I3),
-    k² = g (I1 − I2) / ((I2 − I3) f),  λ = sign(a2) s3 √(f (I2 − I3)/(I1 I2 I3)),
+B is the signed distance from the separatrix, computed as m3² I1 (I2 − I3) − m1² I3 (I1 − I2)
+with error-free differences and products (double-double), so it is zero only when the
+inputs lie on the separatrix to that precision.  With c the axis the
+motion circulates about (c = 3 when B > 0, c = 1 when B < 0) and f the other outer axis,
 
-with g = G² − 2H I3 = m1²(I1−I3)/I1 + m2²(I2−I3)/I2 and
-f = 2H I1 − G² = m2²(I1−I2)/I2 + m3²(I1−I3)/I3 (sums of non-negative terms, so no
-cancellation near the axes), s3 = sign m3(0) and u0 = F(φ0 | k²) with
-φ0 = atan2(m2/m2max, m1/m1max).  The same formulas hold for I1 < I2 < I3.
+    m_f = A_f cn(u),  m2 = A2 sn(u),  m_c = s_c A_c dn(u),  u = λt + u0,
+    A1² = m1² + m2² a23/a13,  A3² = m3² + m2² a12/a13,  A2² = min(β1, β3),
+    k² = min(β1, β3)/max(β1, β3),  1 − k² = a13 |B| / (a12 a23 max(β1, β3)),
+    λ = −s_c √(a12 a23 max(β1, β3)),  u0 = F(φ0 | k²),  sin φ0 = m2/A2,  cos φ0 = m_f/A_f.
 
-The separatrix G² = 2H I2 is the k² = 1 limit: sn → tanh, cn, dn → sech.  With two
-equal moments I_j = I_k the body precesses uniformly: m_i is constant and
-(m_j + i m_k)(t) = (m_j + i m_k)(0) exp(−i a_j m_i t).  A spherical body does not move.
-A permutation P of the axes maps solutions to solutions with time scaled by det P.
+Every amplitude and the complement 1 − k² are sums of non-negative terms, and the
+complement goes to the elliptic functions as it is (``mechint.special``), so nothing
+cancels near the separatrix or the axes.  On the separatrix (k = 1) sn = tanh,
+cn = dn = sech and the sign of m_f is kept apart.  With two equal moments I_j = I_k the
+body precesses uniformly: m_i is constant and (m_j + i m_k)(t) = (m_j + i m_k)(0)
+exp(−i a_j m_i t); a spherical body and an equilibrium do not move.
 See Celledoni, Fassò, Säfström, Zanna, SIAM J. Sci. Comput. 30 (2008).
 """
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
-from scipy import special
 
-from mechint._validate import real_array
+from mechint import special
+from mechint._validate import real_array, rotations
 from mechint.errors import InputError
+from mechint.lie import so3
 
-_EPS = np.finfo(float).eps
+__all__ = ["attitude_flow", "euler_top", "euler_top_attitude", "flow", "regime"]
 
 
 def euler_top(system, m0, t) -> np.ndarray:
     """Exact m(t) of the Euler top ``system`` from m(0) = ``m0``.
 
-    ``m0``: (3,) or a batch (B, 3); ``t``: times (any shape).  Returns an array of shape
-    ``t.shape + (3,)`` (or ``(B,) + t.shape + (3,)``).
-    """
+    ``m0``: (3,) or a batch (B, 3); ``t``: times (any shape, any sign).  Returns an array of
+    shape ``t.shape + (3,)`` (or ``(B,) + t.shape + (3,)``).  One compiled function serves
+    every state and time (``flow`` is its traceable form)."""
     inertia = np.asarray(system.inertia, dtype=float)
     m0, batched = system.validate_state(m0, "m0")
     t = real_array("t", t)
-    if batched:
-        return np.stack([_single(inertia, row, t) for row in m0])
-    return _single(inertia, m0, t)
+    rows = m0 if batched else m0[None]
+    out = _evaluate(_batched, jnp.asarray(inertia), rows, None, t)[0]
+    return out if batched else out[0]
+
+
+def _evaluate(fn, inertia, rows, g0s, t):
+    """Run ``fn`` (inertia, rows[, g0s], times) over rows padded to a power of two and times
+    in blocks of 8 (one at a time for batches of 1024 or more): a handful of shapes, so one
+    compile serves nearly every call."""
+    nb, flat = rows.shape[0], t.reshape(-1)
+    pad = _bucket(nb) - nb
+    rows_p = jnp.asarray(np.concatenate([rows, np.repeat(rows[:1], pad, axis=0)]))
+    args = [rows_p]
+    if g0s is not None:
+        args.append(jnp.asarray(np.concatenate([g0s, np.repeat(g0s[:1], pad, axis=0)])))
+    block = 8 if rows_p.shape[0] < 1024 else 1
+    pieces = []
+    for start in range(0, max(flat.size, 1), block):
+        chunk = np.zeros(block)
+        part = flat[start : start + block]
+        chunk[: part.size] = part
+        out = fn(inertia, *args, jnp.asarray(chunk))
+        pieces.append([np.asarray(o)[:nb, : part.size] for o in out])
+    return [
+        np.concatenate(parts, axis=1).reshape(nb, *t.shape, *parts[0].shape[2:])
+        for parts in zip(*pieces, strict=True)
+    ]
+
+
+def _bucket(n: int, least: int = 8) -> int:
+    """The power of two ≥ n (and ≥ ``least``, so that small calls share one compile)."""
+    return max(least, 1 << max(0, (n - 1).bit_length()))
+
+
+def flow(inertia, m0, t):
+    """The exact flow m0 ↦ m(t) for one state (3,) and one time: pure JAX, traceable under
+    jit, vmap and grad (in m0, t and the inertia).  No validation."""
+    return _solution(jnp.asarray(inertia), jnp.asarray(m0), jnp.asarray(t))
 
 
 def regime(system, m0) -> str:
@@ -53,94 +94,261 @@ def regime(system, m0) -> str:
     m0, batched = system.validate_state(m0, "m0")
     if batched:
         raise InputError("m0", "regime takes one state, not a batch")
-    return _classify(inertia, m0)[0]
+    code = int(_regime_code(jnp.asarray(inertia), jnp.asarray(m0)))
+    return _REGIMES[code]
 
 
-def _classify(I, m):
-    if I[0] == I[1] == I[2]:
-        return "spherical", None
-    for i in range(3):
-        j, k = (i + 1) % 3, (i + 2) % 3
-        if I[j] == I[k]:
-            return "symmetric", i
-    perm = np.argsort(-I, kind="stable")
-    Is, ms = I[perm], m[perm]
-    t1 = ms[0] ** 2 * (Is[0] - Is[1]) / Is[0]
-    t3 = ms[2] ** 2 * (Is[1] - Is[2]) / Is[2]
-    if t1 == 0.0 and t3 == 0.0:
-        return "stationary", perm
-    delta = t1 - t3  # = G² − 2 H I2 in sorted axes
-    if abs(delta) <= 8 * _EPS * (t1 + t3):
-        return "separatrix", perm
-    return ("about-largest" if delta > 0 else "about-smallest"), perm
+_REGIMES = ("spherical", "symmetric", "stationary", "separatrix", "about-smallest",
+            "about-largest")  # fmt: skip
 
 
-def _single(I, m0, t) -> np.ndarray:
-    kind, data = _classify(I, m0)
-    if kind in ("spherical", "stationary"):
-        return np.broadcast_to(m0, (*t.shape, 3)).copy()
-    assert data is not None  # an axis (symmetric) or a permutation (the other regimes)
-    if kind == "symmetric":
-        return _precession(I, m0, t, int(np.asarray(data)))
-    perm = np.asarray(data)
-    if kind == "about-largest":  # reverse axes: circulation axis to position 3
-        perm = perm[::-1]
-    parity = _parity(perm)
-    y = _circulating(I[perm], m0[perm], parity * t, separatrix=(kind == "separatrix"))
-    out = np.empty_like(y)
-    out[..., perm] = y
-    return out
+def _sorted(I, m):
+    perm = jnp.argsort(-I, stable=True)
+    return perm, I[perm], m[perm]
 
 
-def _parity(perm) -> int:
-    return round(np.linalg.det(np.eye(3)[perm]))
+def _rates(Is):
+    I1, I2, I3 = Is[0], Is[1], Is[2]
+    return (I1 - I2) / (I1 * I2), (I1 - I3) / (I1 * I3), (I2 - I3) / (I2 * I3)
 
 
-def _precession(I, m0, t, i) -> np.ndarray:
+def _distance(ms, Is):
+    """B·I1·I2·I3 = m3² I1 (I2 − I3) − m1² I3 (I1 − I2) in double-double (error-free
+    differences and products), so it is zero exactly when the inputs lie on the separatrix
+    to that precision; returned as a float with the same sign."""
+    I1, I2, I3 = Is[0], Is[1], Is[2]
+    zero = jnp.zeros_like(I1)
+    d23h, d23l = special._two_sum(I2, -I3)
+    d12h, d12l = special._two_sum(I1, -I2)
+    p3h, p3l = special._two_prod(ms[2], ms[2])
+    p1h, p1l = special._two_prod(ms[0], ms[0])
+    ah, al = special._dd_mul(*special._dd_mul(p3h, p3l, I1, zero), d23h, d23l)
+    bh, bl = special._dd_mul(*special._dd_mul(p1h, p1l, I3, zero), d12h, d12l)
+    return special._dd_add(ah, al, -bh, -bl)[0]
+
+
+def _regime_code(I, m):
+    _, Is, ms = _sorted(I, m)
+    B = _distance(ms, Is)
+    sphere = (Is[0] == Is[1]) & (Is[1] == Is[2])
+    symmetric = (Is[0] == Is[1]) | (Is[1] == Is[2])
+    return jnp.select(
+        [sphere, symmetric, (ms[0] == 0) & (ms[2] == 0), B == 0, B > 0],
+        [0, 1, 2, 3, 4],
+        5,
+    )
+
+
+def _solution(I, m, t):
+    perm, Is, ms = _sorted(I, m)
+    a12, a13, a23 = _rates(Is)
+    code = _regime_code(I, m)
+    parity = jnp.round(jnp.linalg.det(jnp.eye(3, dtype=m.dtype)[perm]))
+    y = _circulating(ms, Is, a12, a13, a23, parity * t)
+    general = jnp.zeros_like(m).at[perm].set(y)
+    symmetric = _precession(I, m, t, Is, perm)
+    return jnp.select(
+        [code == 0, code == 1, code == 2],
+        [m, symmetric, m],
+        general,
+    )
+
+
+def _safe(x, ok, fill=1.0):
+    return jnp.where(ok, x, fill)
+
+
+def _circulating(ms, Is, a12, a13, a23, t, with_angle=False):
+    """The elliptic (or, on the separatrix, hyperbolic) solution in sorted axes; with
+    ``with_angle`` also ψ(t) − ψ(0), the attitude's rotation about the angular momentum
+    (see ``_attitude``)."""
+    ok = (a12 > 0) & (a23 > 0)  # not symmetric (those states take another branch)
+    a12, a23 = _safe(a12, ok), _safe(a23, ok)
+    m1, m2, m3 = ms[0], ms[1], ms[2]
+    B = _distance(ms, Is) / (Is[0] * Is[1] * Is[2])
+    beta1 = m2 * m2 + m1 * m1 * (a13 / a23)
+    beta3 = m2 * m2 + m3 * m3 * (a13 / a12)
+    about3 = B >= 0
+    big = jnp.maximum(beta1, beta3)
+    small = jnp.minimum(beta1, beta3)
+    big_s = _safe(big, big > 0)
+    k2 = small / big_s
+    k2c = a13 * jnp.abs(B) / (a12 * a23 * big_s)
+    A1s = m1 * m1 + m2 * m2 * (a23 / a13)
+    A3s = m3 * m3 + m2 * m2 * (a12 / a13)
+    A1, A3 = jnp.sqrt(A1s), jnp.sqrt(A3s)
+    A2 = jnp.sqrt(small)
+    mf, mc = jnp.where(about3, m1, m3), jnp.where(about3, m3, m1)
+    Af, Ac = jnp.where(about3, A1, A3), jnp.where(about3, A3, A1)
+    sc = jnp.where(mc < 0, -1.0, 1.0)
+    on = B == 0  # the separatrix: cn = dn = sech > 0, so the sign of m_f is kept apart
+    sf = jnp.where(on & (mf < 0), -1.0, 1.0)
+    lam = -sc * sf * jnp.sqrt(a12 * a23 * big)
+    x2 = jnp.where(A2 > 0, m2 / _safe(A2, A2 > 0), 0.0)  # sin φ0
+    xf = jnp.where(Af > 0, sf * mf / _safe(Af, Af > 0), 1.0)  # cos φ0
+    k2 = jnp.where(on, 1.0, k2)
+    k2c = jnp.where(on, 0.0, k2c)
+    u0 = special.ellipkinc_sc(x2, xf, k2, k2c)  # from sin and cos: φ0 itself loses digits
+    sn, cn, dn, _, n, sgn = special._ellipj_parts(lam * t + u0, k2, k2c)
+    yf, y2, yc = sf * Af * cn, A2 * sn, sc * Ac * dn
+    y1, y3 = jnp.where(about3, yf, yc), jnp.where(about3, yc, yf)
+    y = jnp.stack([y1, y2, y3])
+    if not with_angle:
+        return y
+    # ψ' = G (m_f²/I_f + m2²/I2)/(m_f² + m2²) = G/I_f + G κ (A2²/A_f²) sn²/(1 − ν sn²),
+    # κ = 1/I2 − 1/I_f; its integral is J(u) = ∫ sn²/(1 − ν sn²) du, a Carlson R_J
+    Afs = jnp.where(about3, A1s, A3s)
+    Afs_safe = _safe(Afs, Afs > 0)
+    gap = jnp.where(about3, a12 * (m1 * m1 / a23 + m2 * m2 / a13),
+                    a23 * (m3 * m3 / a12 + m2 * m2 / a13))  # A2² − A_f² ≥ 0, summed  # fmt: skip
+    nu = -gap / Afs_safe
+    kappa = jnp.where(about3, a12, -a23)
+    If = jnp.where(about3, Is[0], Is[2])
+    G = jnp.sqrt(m1 * m1 + m2 * m2 + m3 * m3)
+    one = jnp.ones_like(G)
+    zero = jnp.zeros_like(G)
+    safe_c = _safe(k2c, k2c > 0)
+    whole = jnp.where(k2c > 0, special.elliprj(zero, safe_c, one, 1 - nu) / 3, jnp.inf)
+
+    def partial(s, c, d2):  # ∫₀^φ sin²/((1 − ν sin²)Δ) for |φ| ≤ π/2, from |sin φ|, cos φ
+        return s**3 * special.elliprj(c * c, d2, one, 1 - nu * s * s) / 3
+
+    J_u = jnp.where(n == 0, 0.0, 2 * n * whole) + sgn * partial(jnp.abs(sn), jnp.abs(cn), dn * dn)
+    rho0 = _safe(jnp.hypot(x2, xf), jnp.hypot(x2, xf) > 0)
+    s0, c0 = jnp.abs(x2) / rho0, xf / rho0
+    p0 = partial(s0, jnp.abs(c0), c0 * c0 + k2c * s0 * s0)
+    J_0 = jnp.where(x2 < 0, -1.0, 1.0) * jnp.where(c0 >= 0, p0, 2 * whole - p0)
+    # on the separatrix sn = tanh, and J has a closed form that holds for every u (the
+    # R_J form would need dn = sech u, which underflows for u > 745):
+    # J(u) = (u − atan(a tanh u)/a)/(1 − ν), a = √(−ν)
+    a = jnp.sqrt(-nu)
+    a_s = _safe(a, a > 1e-4)
+
+    def on_separatrix(v):
+        T = jnp.tanh(v)
+        arc = jnp.where(a > 1e-4, jnp.arctan(a_s * T) / a_s, T * (1 - a * a * T * T / 3))
+        return (v - arc) / (1 - nu)
+
+    u = lam * t + u0
+    J_u = jnp.where(on, on_separatrix(jnp.where(on, u, 0.0)), J_u)
+    J_0 = jnp.where(on, on_separatrix(jnp.where(on, u0, 0.0)), J_0)
+    coeff = G * kappa * (small / Afs_safe) / _safe(lam, lam != 0)
+    psi = G * t / If + jnp.where(small > 0, coeff * (J_u - J_0), 0.0)
+    return y, psi
+
+
+def _precession(I, m, t, Is, perm):
+    """Two equal moments: uniform precession about the distinct axis i (original axes)."""
+    i = jnp.where(Is[0] == Is[1], perm[2], perm[0])
     j, k = (i + 1) % 3, (i + 2) % 3
-    a_j = (I[k] - I[i]) / (I[k] * I[i])
-    z = (m0[j] + 1j * m0[k]) * np.exp(-1j * a_j * m0[i] * t)
-    out = np.empty((*t.shape, 3))
-    out[..., i] = m0[i]
-    out[..., j] = z.real
-    out[..., k] = z.imag
-    return out
+    Ii, Ik = I[i], I[k]
+    a_j = (Ik - Ii) / (Ik * Ii)
+    angle = -a_j * m[i] * t
+    c, s = jnp.cos(angle), jnp.sin(angle)
+    mj, mk = m[j], m[k]
+    out = jnp.zeros_like(m).at[i].set(m[i])
+    out = out.at[j].set(mj * c - mk * s)
+    return out.at[k].set(mj * s + mk * c)
 
 
-def _circulating(I, m, t, separatrix: bool) -> np.ndarray:
-    """Motion circulating about axis 3 (I2 strictly between I1 and I3); see module doc."""
-    I1, I2, I3 = I
-    m1, m2, m3 = m
-    g = m1**2 * (I1 - I3) / I1 + m2**2 * (I2 - I3) / I2
-    f = m2**2 * (I1 - I2) / I2 + m3**2 * (I1 - I3) / I3
-    if g == 0.0:  # permanent rotation about axis 3
-        return np.broadcast_to(m, (*t.shape, 3)).copy()
-    m1max = np.sqrt(I1 * g / (I1 - I3))
-    m2max = np.sqrt(I2 * g / (I2 - I3))
-    m3max = np.sqrt(I3 * f / (I1 - I3))
-    a2 = (I3 - I1) / (I3 * I1)
-    rate = np.sqrt(f * (I2 - I3) / (I1 * I2 * I3))
-    out = np.empty((*t.shape, 3))
-    k2 = g * (I1 - I2) / ((I2 - I3) * f)
-    # k² rounding to 1 means the orbit is the separatrix to working precision
-    if separatrix or k2 >= 1.0:
-        if m1 == 0.0 and m3 == 0.0:  # the unstable equilibrium on the middle axis
-            return np.broadcast_to(m, (*t.shape, 3)).copy()
-        s1, s3 = np.sign(m1), np.sign(m3)
-        lam = np.sign(a2) * s1 * s3 * rate
-        with np.errstate(divide="ignore"):  # m1 = 0: at the saddle, u0 = ±inf
-            u = lam * t + np.arcsinh(m2 * m1max / (m2max * abs(m1)))
-        sech = 1.0 / np.cosh(u)
-        out[..., 0] = s1 * m1max * sech
-        out[..., 1] = m2max * np.tanh(u)
-        out[..., 2] = s3 * m3max * sech
-        return out
-    s3 = np.sign(m3)
-    lam = np.sign(a2) * s3 * rate
-    phi0 = np.arctan2(m2 / m2max, m1 / m1max)
-    u = lam * t + special.ellipkinc(phi0, k2)
-    sn, cn, dn, _ = special.ellipj(u, k2)
-    out[..., 0] = m1max * cn
-    out[..., 1] = m2max * sn
-    out[..., 2] = s3 * m3max * dn
-    return out
+def euler_top_attitude(system, m0, g0, t) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (m(t), g(t)) of the Euler top from m(0) = ``m0`` and attitude g(0) = ``g0``:
+    g maps body to space, ġ = g hat(I⁻¹m), so g(t) m(t) = g0 m0 for all t.  ``m0``: (3,)
+    or (B, 3); ``g0``: (3, 3) or (B, 3, 3); ``t``: times (any shape).  Returns arrays of
+    shape t.shape + (3,) and t.shape + (3, 3) (with a leading B for a batch).
+
+    With the angular momentum's direction as third row, P(t) = [ (e_c × m)/ρ ; m × (e_c × m)
+    /(Gρ) ; m/G ] (c the axis m circulates about, ρ² = G² − m_c² > 0), the attitude is
+    g(t) = g0 P(0)ᵀ R_3(ψ(t)) P(t) with ψ' = G (m_i²/I_i + m_j²/I_j)/(m_i² + m_j²), whose
+    integral is an elliptic integral of the third kind (Celledoni, Fassò, Säfström, Zanna
+    2008).  Symmetric and spherical bodies and equilibria use the closed forms."""
+    inertia = np.asarray(system.inertia, dtype=float)
+    m0, batched = system.validate_state(m0, "m0")
+    t = real_array("t", t)
+    rows = m0 if batched else m0[None]
+    g = rotations("g0", g0, 3, True, rows.shape[0])
+    m, gt = _evaluate(_batched_attitude, jnp.asarray(inertia), rows, g, t)
+    return (m, gt) if batched else (m[0], gt[0])
+
+
+def attitude_flow(inertia, m0, g0, t):
+    """(m0, g0) ↦ (m(t), g(t)) for one state and one time: pure JAX (jit, vmap, grad)."""
+    inertia, m0, g0, t = (jnp.asarray(v) for v in (inertia, m0, g0, t))
+    return _solution(inertia, m0, t), _attitude(inertia, m0, g0, t)
+
+
+def _rotation(w):
+    """exp(hat(w)) by Rodrigues' formula, smooth at w = 0."""
+    theta2 = jnp.sum(w * w)
+    small = theta2 < 1e-8
+    theta = jnp.sqrt(jnp.where(small, 1.0, theta2))
+    a = jnp.where(small, 1 - theta2 / 6, jnp.sin(theta) / theta)
+    b = jnp.where(small, 0.5 - theta2 / 24, (1 - jnp.cos(theta)) / (theta * theta))
+    W = so3.hat(w)
+    return jnp.eye(3, dtype=w.dtype) + a * W + b * (W @ W)
+
+
+def _frame(m, c):
+    """P with rows (e_c × m)/ρ, m × (e_c × m)/(Gρ), m/G, in original axes (c traced)."""
+    i, j = (c + 1) % 3, (c + 2) % 3
+    mi, mj, mc = m[i], m[j], m[c]
+    rho2 = mi * mi + mj * mj
+    rho = jnp.sqrt(_safe(rho2, rho2 > 0))
+    G = jnp.sqrt(rho2 + mc * mc)
+    G = _safe(G, G > 0)
+    rows_primed = jnp.array(
+        [
+            [-mj / rho, mi / rho, 0.0 * mc],
+            [-mi * mc / (G * rho), -mj * mc / (G * rho), rho2 / (G * rho)],
+            [mi / G, mj / G, mc / G],
+        ]
+    )
+    P = jnp.zeros((3, 3), dtype=m.dtype)
+    P = P.at[:, i].set(rows_primed[:, 0])
+    P = P.at[:, j].set(rows_primed[:, 1])
+    return P.at[:, c].set(rows_primed[:, 2])
+
+
+def _attitude(I, m, g0, t):
+    perm, Is, ms = _sorted(I, m)
+    a12, a13, a23 = _rates(Is)
+    code = _regime_code(I, m)
+    parity = jnp.round(jnp.linalg.det(jnp.eye(3, dtype=m.dtype)[perm]))
+    y, psi = _circulating(ms, Is, a12, a13, a23, parity * t, with_angle=True)
+    psi = parity * psi
+    m_t = jnp.zeros_like(m).at[perm].set(y)
+    B = _distance(ms, Is)
+    c = jnp.where(B >= 0, perm[2], perm[0])
+    Rz = jnp.array(
+        [[jnp.cos(psi), -jnp.sin(psi), 0.0], [jnp.sin(psi), jnp.cos(psi), 0.0], [0.0, 0.0, 1.0]]
+    )
+    general = g0 @ _frame(m, c).T @ Rz @ _frame(m_t, c)
+    # closed forms: sphere and equilibria turn uniformly; a symmetric body turns about m
+    # at rate G/I⊥ and about its axis at rate (1/I_i − 1/I⊥) m_i
+    uniform = g0 @ _rotation(t * m / I)
+    i = jnp.where(Is[0] == Is[1], perm[2], perm[0])
+    I_perp = jnp.where(Is[0] == Is[1], Is[0], Is[2])
+    e_i = jnp.zeros_like(m).at[i].set(1.0)
+    spin = (1 / I[i] - 1 / I_perp) * m[i]
+    symmetric = g0 @ _rotation(t * m / I_perp) @ _rotation(t * spin * e_i)
+    off = jnp.where(B >= 0, jnp.abs(ms[0]) + jnp.abs(ms[1]), jnp.abs(ms[1]) + jnp.abs(ms[2]))
+    axis = off == 0  # m exactly along the circulation axis: an equilibrium (ρ = 0)
+    return jnp.select(
+        [(code == 0) | (code == 2) | axis, code == 1],
+        [uniform, symmetric],
+        general,
+    )
+
+
+@jax.jit
+def _batched_attitude(I, rows, g0s, t):
+    per_time = jax.vmap(
+        lambda m, g, s: (_solution(I, m, s), _attitude(I, m, g, s)), in_axes=(None, None, 0)
+    )
+    return jax.vmap(per_time, in_axes=(0, 0, None))(rows, g0s, t)
+
+
+@jax.jit
+def _batched(I, rows, t):
+    per_time = jax.vmap(_solution, in_axes=(None, None, 0))
+    return (jax.vmap(per_time, in_axes=(None, 0, None))(I, rows, t),)

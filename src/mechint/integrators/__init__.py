@@ -11,6 +11,7 @@ from mechint.integrators.composition import Composition
 from mechint.integrators.composition_schemes import SCHEMES as COMPOSITION_SCHEMES
 from mechint.integrators.composition_schemes import CompositionScheme
 from mechint.integrators.discrete_lagrangian import BodyRotationMap, DiscreteLagrangian
+from mechint.integrators.exact_flow import ExactFlow
 from mechint.integrators.explicit_rk import RK4, ExplicitEuler, ExplicitRungeKutta
 from mechint.integrators.flows import AxisRotation, Drift, Kick, NumericalFlow
 from mechint.integrators.implicit_midpoint import ImplicitMidpoint
@@ -43,6 +44,7 @@ __all__ = [
     "CompositionScheme",
     "DiscreteLagrangian",
     "Drift",
+    "ExactFlow",
     "ExplicitEuler",
     "ExplicitRungeKutta",
     "ImplicitMidpoint",

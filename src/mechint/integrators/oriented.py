@@ -20,6 +20,7 @@ from mechint.errors import InputError
 from mechint.integrators.discrete_lagrangian import BodyRotationMap
 from mechint.lie import orthonormalize
 from mechint.maps import Integrator, StepStatus, Traits
+from mechint.systems.euler_top import EulerTop
 from mechint.systems.rigid import Body
 
 
@@ -56,23 +57,6 @@ class Oriented(Integrator):
         return self.base.preserved(system, x[0], h)
 
     @staticmethod
-    def initial(system: Body, g0, batched: bool, batch: int) -> np.ndarray:
+    def initial(system: Body | EulerTop, g0, batched: bool, batch: int) -> np.ndarray:
         """Validate the initial attitude g0 ∈ SO(n) (one, or one per batch member)."""
-        n = system.n
-        g = _validate.real_array("orientation", g0)
-        shape = (batch, n, n) if batched and g.ndim == 3 else (n, n)
-        if g.shape != shape:
-            raise InputError(
-                "orientation", f"expected an {n}x{n} rotation matrix, got shape {g.shape}"
-            )
-        defect = float(np.max(np.abs(np.swapaxes(g, -1, -2) @ g - np.eye(n))))
-        if defect > 1e-10 or np.any(np.linalg.det(g) <= 0):
-            raise InputError(
-                "orientation",
-                f"is not a rotation (max |gᵀg − I| = {defect:.2g}, det = "
-                f"{np.min(np.linalg.det(g)):.3g})",
-                "give g in SO(n), e.g. the identity",
-            )
-        if batched and g.ndim == 2:
-            g = np.broadcast_to(g, (batch, n, n)).copy()
-        return g
+        return _validate.rotations("orientation", g0, system.n, batched, batch)

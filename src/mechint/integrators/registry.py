@@ -10,6 +10,7 @@ from mechint._validate import lookup
 from mechint.errors import InputError
 from mechint.integrators.composition import Composition
 from mechint.integrators.discrete_lagrangian import DiscreteLagrangian
+from mechint.integrators.exact_flow import ExactFlow
 from mechint.integrators.explicit_rk import RK4, ExplicitEuler
 from mechint.integrators.implicit_midpoint import ImplicitMidpoint
 from mechint.integrators.kahan import Kahan
@@ -32,6 +33,7 @@ INTEGRATORS: dict[str, type[Integrator]] = {
         Splitting,
         Composition,
         RigidBodySplitting,
+        ExactFlow,
     )
 }
 

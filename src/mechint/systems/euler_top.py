@@ -47,6 +47,7 @@ class EulerTop(PoissonSystem, QuadraticVectorField, ExactSolution, LevelSetSampl
     inertia: Float[Array, 3]
 
     name: ClassVar[str] = "euler-top"
+    n: ClassVar[int] = 3  # the body's dimension: its attitude lies in SO(3)
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
         Parameter("inertia", "principal moments I1,I2,I3", required=True, example="2,1,0.6667"),
     )

@@ -1,0 +1,184 @@
+"""mechint.special against mpmath: a few ulp over m ∈ [0, 1] with the complement m1 down to
+1e-300 and |u| up to 10⁶·K, in float64 and float32, under jit, vmap and grad."""
+
+import jax
+import jax.numpy as jnp
+import mpmath as mp
+import numpy as np
+import pytest
+
+from mechint import special
+
+EPS64 = float(np.finfo(np.float64).eps)
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def _params(dtype=np.float64, top=300, step=23):
+    """(m, m1, mpmath m): m1 = 10^-j (m near 1) and m = 10^-j (m near 0), both exact."""
+    out = [(dtype(0.0), dtype(1.0)), (dtype(0.5), dtype(0.5)), (dtype(1.0), dtype(0.0))]
+    for j in [*range(1, top + 1, step), 2, 8, 15, 16, 17]:
+        small = dtype(10.0**-j)
+        if small == 0:
+            continue
+        out += [(dtype(1) - small, small), (small, dtype(1) - small)]
+    return out
+
+
+def _mp_m(m, m1):
+    """The parameter mpmath sees: the accurate one of the pair decides."""
+    return 1 - mp.mpf(float(m1)) if m > m1 else mp.mpf(float(m))
+
+
+def _dps(m, m1):
+    return 30 + int(max(0.0, -np.log10(max(float(min(m, m1)), 1e-320))))
+
+
+def _ulps(got, want, eps):
+    got, want = float(got), float(want)
+    if got == want:
+        return 0.0
+    return abs(got - want) / max(abs(want), 1e-300) / eps
+
+
+_ellipj = jax.jit(special.ellipj)
+_integrals = jax.jit(
+    lambda phi, m, m1: (
+        special.ellipkinc(phi, m, m1),
+        special.ellipeinc(phi, m, m1),
+        special.ellipk(m, m1),
+        special.ellipe(m, m1),
+    )
+)
+_pi = jax.jit(special.ellippi)
+
+
+def test_jacobi_functions_within_4_ulp_everywhere():
+    """Including u = K and 2K as floats, where cn or sn is 1e-64 and ill-conditioned."""
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for m, m1 in _params():
+        with mp.workdps(_dps(m, m1)):
+            mm = _mp_m(m, m1)
+            K = mp.ellipk(mm)
+            us = [rng.uniform(0, 1), rng.uniform(-1e3, 1e3)]
+            if mp.isfinite(K):
+                Kf = float(K)
+                us += [rng.uniform(0, 4 * Kf), rng.uniform(-1e6, 1e6) * Kf, Kf, 2 * Kf]
+            for u in us:
+                sn, cn, dn, amp = _ellipj(u, m, m1)
+                want = [mp.ellipfun(f, u, m=mm) for f in ("sn", "cn", "dn")]
+                ws, wc, wd = want
+                slopes = (wc * wd, ws * wd, mm * ws * wc)  # |f'(u)|
+                for got, w, slope in zip((sn, cn, dn), want, slopes, strict=True):
+                    # a few ulp of the value, plus the reduction's own ε²·|u f'(u)| (2K is
+                    # carried in double-double): the bound that matters at zeros of sn, cn
+                    scale = abs(float(w)) + EPS64 * abs(u * float(slope)) + 1e-300
+                    worst = max(worst, abs(float(got) - float(w)) / (EPS64 * scale))
+                if mp.isfinite(K):
+                    n = int(mp.nint(u / (2 * K)))
+                    r = u - 2 * n * K
+                    w = n * mp.pi + mp.atan2(mp.ellipfun("sn", r, m=mm), mp.ellipfun("cn", r, m=mm))
+                    worst = max(worst, _ulps(amp, w, EPS64))
+    assert worst < 4.0, worst
+
+
+def test_legendre_integrals_within_4_ulp_everywhere():
+    rng = np.random.default_rng(1)
+    worst = {}
+    for m, m1 in _params(step=37):
+        with mp.workdps(_dps(m, m1)):
+            mm = _mp_m(m, m1)
+            phis = [rng.uniform(0, 0.1), rng.uniform(0, np.pi / 2), np.pi / 2 - 1e-9, np.pi / 2]
+            if m1 > 0:
+                phis += [rng.uniform(-10, 10), rng.uniform(-1e4, 1e4)]
+            for phi in phis:
+                F, E, K, Ec = _integrals(phi, m, m1)
+                for name, got, want in [
+                    ("F", F, mp.ellipf(phi, mm)),
+                    ("E(phi)", E, mp.ellipe(phi, mm)),
+                    ("K", K, mp.ellipk(mm)),
+                    ("E", Ec, mp.ellipe(mm)),
+                ]:
+                    worst[name] = max(worst.get(name, 0.0), _ulps(got, want, EPS64))
+                for n in (-1.0, -0.3, 0.3, 0.9):
+                    if abs(phi) <= np.pi / 2 or n < 1:
+                        got = _pi(n, phi, m, m1)
+                        err = _ulps(got, mp.ellippi(n, phi, mm), EPS64)
+                        worst["Pi"] = max(worst.get("Pi", 0.0), err)
+    pi = worst.pop("Pi")
+    assert max(worst.values()) < 4.0 and pi < 8.0, (worst, pi)
+
+
+def test_pi_for_large_negative_characteristic_within_measured_bound():
+    """Π(n; φ|m) = F + (n/3) s³ R_J cancels for n ≪ −1: measured up to 11·√|n| ulp."""
+    worst = 0.0
+    for n in (-10.0, -50.0):
+        for m, m1 in [(0.3, 0.7), (1 - 1e-13, 1e-13)]:
+            with mp.workdps(50):
+                for phi in (0.4, 1.2, -9.3):
+                    got = _pi(n, phi, m, m1)
+                    worst = max(
+                        worst, _ulps(got, mp.ellippi(n, phi, _mp_m(m, m1)), EPS64) / abs(n) ** 0.5
+                    )
+    assert worst < 20.0, worst
+
+
+def test_float32_within_4_ulp():
+    rng = np.random.default_rng(2)
+    f32 = np.float32
+    worst = 0.0
+    for m, m1 in _params(f32, top=37, step=4):
+        with mp.workdps(60):
+            mm = _mp_m(m, m1)
+            K = mp.ellipk(mm)
+            us = [rng.uniform(0, 1)] + (
+                [rng.uniform(-1e3, 1e3) * float(K)] if mp.isfinite(K) else []
+            )
+            for u in us:
+                out = _ellipj(f32(u), m, m1)
+                assert all(v.dtype == jnp.float32 for v in out)
+                for got, f in zip(out[:3], ("sn", "cn", "dn"), strict=True):
+                    worst = max(worst, _ulps(got, mp.ellipfun(f, float(f32(u)), m=mm), EPS32))
+    assert worst < 4.0, worst
+
+
+def test_complement_carries_the_digits_one_minus_m_loses():
+    """At m1 = 1e-300 (m rounds to 1) K is finite and sn, cn, dn are not the m = 1 limit."""
+    K = float(special.ellipk(1.0, 1e-300))
+    with mp.workdps(340):
+        assert _ulps(K, mp.ellipk(1 - mp.mpf(1e-300)), EPS64) < 2
+    assert float(special.ellipk(1.0, 0.0)) == np.inf
+    sn, cn, dn, _ = special.ellipj(K, 1.0, 1e-300)  # the quarter period: sn = 1, cn ~ 1e-150
+    assert float(sn) == 1.0 and 0 < float(cn) < 1e-149 and abs(float(dn) / 1e-150 - 1) < 1e-14
+
+
+def test_vmap_and_grad_match_mpmath_derivatives():
+    u = jnp.linspace(-3.0, 40.0, 64)
+    batched = jax.vmap(special.ellipj, in_axes=(0, None, None))(u, 0.9, 0.1)
+    single = [special.ellipj(v, 0.9, 0.1) for v in u[:3]]
+    for k in range(4):
+        assert np.allclose(batched[k][:3], [s[k] for s in single], rtol=4 * EPS64, atol=0)
+    cases = [
+        (lambda u, m: special.ellipj(u, m)[0], "sn", 0.7, 0.3),
+        (lambda u, m: special.ellipj(u, m)[1], "cn", 2.7, 0.9),
+        (lambda u, m: special.ellipj(u, m)[2], "dn", 11.0, 0.999),
+    ]
+    for fn, name, u0, m0 in cases:
+        du, dm = jax.jit(jax.grad(fn, argnums=(0, 1)))(u0, m0)
+        with mp.workdps(30):
+            want_u = mp.diff(lambda x: mp.ellipfun(name, x, m=m0), u0)  # noqa: B023
+            want_m = mp.diff(lambda x: mp.ellipfun(name, u0, m=x), m0)  # noqa: B023
+        assert abs(float(du) - float(want_u)) < 1e-12 * (1 + abs(float(want_u)))
+        assert abs(float(dm) - float(want_m)) < 1e-10 * (1 + abs(float(want_m)))
+    dF = jax.grad(lambda phi, m: special.ellipkinc(phi, m), argnums=(0, 1))(1.1, 0.6)
+    with mp.workdps(30):
+        assert abs(float(dF[0]) - float(1 / mp.sqrt(1 - 0.6 * mp.sin(1.1) ** 2))) < 1e-14
+        assert abs(float(dF[1]) - float(mp.diff(lambda x: mp.ellipf(1.1, x), 0.6))) < 1e-12
+
+
+@pytest.mark.parametrize("x", [(1.0, 2.0, 3.0), (1e-300, 1.0, 2.0), (0.0, 1e-200, 1.0)])
+def test_carlson_forms_against_mpmath(x):
+    with mp.workdps(60):
+        assert _ulps(special.elliprf(*x), mp.elliprf(*x), EPS64) < 4
+        assert _ulps(special.elliprd(*x), mp.elliprd(*x), EPS64) < 4
+        assert _ulps(special.elliprj(*x, 0.7), mp.elliprj(*x, 0.7), EPS64) < 4
