@@ -40,11 +40,12 @@ def _dop853(inertia, m0, g0, t):
 
 @pytest.mark.parametrize("case", [*CASES.values(), *EXTRA.values()], ids=[*CASES, *EXTRA])
 def test_attitude_matches_dop853_in_every_regime(case):
-    """DOP853's own error at these tolerances reaches ~2e-12 by t = 100 (measured on the
-    sphere, whose exact attitude is a plain rotation), hence the bound."""
+    """Up to t = 50 (5 on the separatrix).  DOP853's own error at these tolerances reaches
+    7.6e-13 by t = 100 on the sphere, whose exact attitude is a plain rotation, hence the
+    bound; ``test_the_attitude_solves_its_equation_to_round_off`` goes to round-off."""
     inertia, m0, T = case
     g0 = _g0()
-    t = np.linspace(0.0, T, 11)
+    t = np.linspace(0.0, T / 2, 6)
     _, g = mi.exact.euler_top_attitude(mi.systems.EulerTop(inertia), m0, g0, t)
     assert np.max(np.abs(g - _dop853(inertia, np.array(m0, float), g0, t))) < 5e-12
 

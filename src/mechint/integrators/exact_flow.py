@@ -17,7 +17,7 @@ from typing import ClassVar, final
 import jax
 import jax.numpy as jnp
 
-from mechint.exact.euler_top import attitude_flow
+from mechint.exact.euler_top import attitude_flow, flow
 from mechint.integrators.discrete_lagrangian import BodyRotationMap
 from mechint.lie import so3
 from mechint.maps import EXACT_TRAITS, StepStatus, kept, ok_status, serves_only
@@ -43,6 +43,14 @@ class ExactFlow(BodyRotationMap):
         return why
 
     def step_with_rotation(self, system, x, h):
+        return self._advance(system, x, h, rotation=True)
+
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        x_next, _, st = self._advance(system, x, h, rotation=False)
+        return x_next, st
+
+    @staticmethod
+    def _advance(system, x, h, rotation: bool):
         if isinstance(system, EulerTop):
             inertia, m = system.inertia, x
         else:
@@ -50,16 +58,17 @@ class ExactFlow(BodyRotationMap):
             inertia, m = jnp.stack([J[1] + J[2], J[0] + J[2], J[0] + J[1]]), so3.vee(x)
         lead = m.shape[:-1]
         flat = m.reshape(-1, 3)
-        eye = jnp.eye(3, dtype=flat.dtype)
-        one = jax.vmap(attitude_flow, in_axes=(None, 0, None, None))
-        m_next, W = one(inertia, flat, eye, jnp.asarray(h, flat.dtype))
-        m_next, W = m_next.reshape(*lead, 3), W.reshape(*lead, 3, 3)
+        h = jnp.asarray(h, flat.dtype)
+        if rotation:
+            eye = jnp.eye(3, dtype=flat.dtype)
+            one = jax.vmap(attitude_flow, in_axes=(None, 0, None, None))
+            m_next, W = one(inertia, flat, eye, h)
+            W = W.reshape(*lead, 3, 3)
+        else:  # the state alone: the attitude's elliptic integral is not compiled
+            m_next, W = jax.vmap(flow, in_axes=(None, 0, None))(inertia, flat, h), None
+        m_next = m_next.reshape(*lead, 3)
         x_next = m_next if isinstance(system, EulerTop) else so3.hat(m_next)
         return x_next, W, ok_status(x_next)
-
-    def step(self, system, x, h) -> tuple[object, StepStatus]:
-        x_next, _, st = self.step_with_rotation(system, x, h)
-        return x_next, st
 
     def preserved(self, system, x, h) -> dict:
         return kept(system, tuple(system.invariants(x)), x)
