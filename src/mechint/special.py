@@ -201,7 +201,7 @@ def ellipk(m, m1=None):
 
 def _dup_iterations(dtype) -> int:
     # ratios of the arguments down to 1e-300 need ~10 steps before the 4^-n phase
-    return 28 if _is64(dtype) else 18
+    return 20 if _is64(dtype) else 14
 
 
 def _lam(sx, sy, sz):

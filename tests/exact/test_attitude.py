@@ -122,8 +122,9 @@ def test_exact_flow_integrator_is_the_exact_solution_with_its_attitude():
     g0 = _g0()
     run = mi.simulate(top, mi.integrators.ExactFlow(), m0, 0.1, 1000, 100, orientation=g0)
     m, g = mi.exact.euler_top_attitude(top, m0, g0, run.t)
-    assert np.max(np.abs(run.x - m)) < 1e-13
-    assert np.max(np.abs(run.orientation - g)) < 1e-12
+    ulp_a_step = 1000 * np.finfo(float).eps  # 1000 composed steps against one evaluation
+    assert np.max(np.abs(run.x - m)) < ulp_a_step
+    assert np.max(np.abs(run.orientation - g)) < 5 * ulp_a_step
     # the n = 3 free body, M = hat(m)
     body = mi.systems.FreeRigidBody((0.2, 0.7, 1.3))
     M = mi.simulate(body, mi.integrators.ExactFlow(), mi.lie.so3.hat(m0), 0.1, 100, 100).x[-1]
