@@ -17,10 +17,10 @@ bounded where DOP853's drifts.
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 import numpy as np
+from _timing import best_of
 from scipy.integrate import solve_ivp
 
 import mechint as mi
@@ -29,13 +29,8 @@ I = mi.integrators
 
 
 def _best_time(fn, repeat: int) -> tuple[float, object]:
-    fn()  # compile
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+    timing = best_of(fn, repeat, warm=True)  # the warm-up call compiles
+    return timing.best, timing.result
 
 
 def speed(quick: bool, repeat: int):

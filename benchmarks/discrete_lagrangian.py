@@ -17,6 +17,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _timing import best_of
 
 import mechint as mi
 
@@ -35,15 +36,9 @@ def state(n: int, batch: int | None, seed: int = 0):
 
 
 def rate(system, x0, steps, save_every, repeat):
-    t = time.perf_counter()
-    mi.simulate(system, mi.integrators.DiscreteLagrangian(), x0, H, steps, save_every)
-    first = time.perf_counter() - t
-    best = np.inf
-    for _ in range(repeat):
-        t = time.perf_counter()
-        mi.simulate(system, mi.integrators.DiscreteLagrangian(), x0, H, steps, save_every)
-        best = min(best, time.perf_counter() - t)
-    return steps / best, max(first - best, 0.0)
+    run = mi.integrators.DiscreteLagrangian()
+    timing = best_of(lambda: mi.simulate(system, run, x0, H, steps, save_every), repeat, warm=True)
+    return steps / timing.best, max(timing.first - timing.best, 0.0)
 
 
 def iterations(system, x0):

@@ -15,6 +15,7 @@ import argparse
 import time
 
 import numpy as np
+from _timing import best_of
 from scipy.integrate import solve_ivp
 
 import mechint as mi
@@ -25,12 +26,7 @@ H = 0.01
 
 
 def timed(fn, repeat=3):
-    best = np.inf
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+    return best_of(fn, repeat).best
 
 
 def numpy_kahan(a, m, h, steps):

@@ -14,10 +14,10 @@ CPU, and exact to 1e-12 where SciPy's is not.
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 import numpy as np
+from _timing import best_of
 from scipy import special
 
 import mechint as mi
@@ -49,14 +49,8 @@ def scipy_path(m, t):
     return np.where(largest[:, None], y[:, ::-1], y)
 
 
-def _time(fn, repeat=3):
-    fn()  # compile / warm up
-    best = np.inf
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+def _time(fn):
+    return best_of(fn, 3, warm=True).best  # the warm-up call compiles
 
 
 def main(quick: bool = False) -> None:

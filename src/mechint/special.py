@@ -309,21 +309,22 @@ def _reduce_by_pi(phi):
     return j, r
 
 
-def _legendre_parts(phi):
+def _amplitude(phi, m, m1, *more):
+    """The inputs of an incomplete integral broadcast together, with φ = jπ ± r reduced:
+    (m, m1, *more, j, sign, s = sin r, c = cos r, Δ² = c² + m1 s²), r ∈ [0, π/2]."""
+    m, m1 = _complement(m, m1)
+    phi, *more = _float(phi, *more)
+    phi, m, m1, *more = jnp.broadcast_arrays(phi, m, m1, *more)
     j, r = _reduce_by_pi(phi)
     sgn = jnp.where(r < 0, -1.0, 1.0).astype(phi.dtype)
-    s, c = jnp.sin(jnp.abs(r)), jnp.cos(jnp.abs(r))
-    return j, sgn, s, jnp.maximum(c, 0.0)
+    s, c = jnp.sin(jnp.abs(r)), jnp.maximum(jnp.cos(jnp.abs(r)), 0.0)
+    return m, m1, *more, j, sgn, s, c, c * c + m1 * s * s
 
 
 def ellipkinc(phi, m, m1=None):
     """F(φ|m) = ∫₀^φ dθ / √(1 − m sin²θ), for any real φ."""
-    m, m1 = _complement(m, m1)
-    (phi,) = _float(phi)
-    phi, m, m1 = jnp.broadcast_arrays(phi, m, m1)
-    j, sgn, s, c = _legendre_parts(phi)
-    c2 = c * c
-    part = s * elliprf(c2, c2 + m1 * s * s, jnp.ones_like(s))
+    m, m1, j, sgn, s, c, d2 = _amplitude(phi, m, m1)
+    part = s * elliprf(c * c, d2, jnp.ones_like(s))
     whole = jnp.where(j == 0, 0.0, 2 * j * ellipk(m, m1))
     return whole + sgn * part
 
@@ -355,12 +356,8 @@ def ellipe(m, m1=None):
 
 def ellipeinc(phi, m, m1=None):
     """E(φ|m) = ∫₀^φ √(1 − m sin²θ) dθ, for any real φ."""
-    m, m1 = _complement(m, m1)
-    (phi,) = _float(phi)
-    phi, m, m1 = jnp.broadcast_arrays(phi, m, m1)
-    j, sgn, s, c = _legendre_parts(phi)
+    m, m1, j, sgn, s, c, d2 = _amplitude(phi, m, m1)
     c2 = c * c
-    d2 = c2 + m1 * s * s
     one = jnp.ones_like(s)
     f = s * elliprf(c2, d2, one)
     safe_d2 = jnp.where(d2 > 0, d2, 1.0)
@@ -374,12 +371,8 @@ def ellipeinc(phi, m, m1=None):
 def ellippi(n, phi, m, m1=None):
     """Π(n; φ|m) = ∫₀^φ dθ / ((1 − n sin²θ) √(1 − m sin²θ)) for n sin²φ < 1 (any real φ
     when n < 1)."""
-    m, m1 = _complement(m, m1)
-    n, phi = _float(n, phi)
-    n, phi, m, m1 = jnp.broadcast_arrays(n, phi, m, m1)
-    j, sgn, s, c = _legendre_parts(phi)
+    m, m1, n, j, sgn, s, c, d2 = _amplitude(phi, m, m1, n)
     c2 = c * c
-    d2 = c2 + m1 * s * s
     one = jnp.ones_like(s)
     part = s * elliprf(c2, d2, one) + n * s**3 * elliprj(c2, d2, one, 1 - n * s * s) / 3
     zero = jnp.zeros_like(s)

@@ -26,6 +26,8 @@ See Celledoni, Fassò, Säfström, Zanna, SIAM J. Sci. Comput. 30 (2008).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -127,28 +129,49 @@ def _distance(ms, Is):
     return special._dd_add(ah, al, -bh, -bl)[0]
 
 
-def _regime_code(I, m):
-    _, Is, ms = _sorted(I, m)
+class _Setup(NamedTuple):
+    """What every time of one state shares: sorted axes, rates, the separatrix distance B
+    (times I1 I2 I3), the regime's code (an index of ``_REGIMES``) and the permutation's
+    parity."""
+
+    perm: jax.Array
+    Is: jax.Array
+    ms: jax.Array
+    rates: tuple
+    B: jax.Array
+    code: jax.Array
+    parity: jax.Array
+
+
+def _setup(I, m) -> _Setup:
+    perm, Is, ms = _sorted(I, m)
     B = _distance(ms, Is)
     sphere = (Is[0] == Is[1]) & (Is[1] == Is[2])
     symmetric = (Is[0] == Is[1]) | (Is[1] == Is[2])
-    return jnp.select(
+    code = jnp.select(
         [sphere, symmetric, (ms[0] == 0) & (ms[2] == 0), B == 0, B > 0],
         [0, 1, 2, 3, 4],
         5,
     )
+    parity = jnp.round(jnp.linalg.det(jnp.eye(3, dtype=m.dtype)[perm]))
+    return _Setup(perm, Is, ms, _rates(Is), B, code, parity)
+
+
+def _regime_code(I, m):
+    return _setup(I, m).code
 
 
 def _solution(I, m, t):
-    perm, Is, ms = _sorted(I, m)
-    a12, a13, a23 = _rates(Is)
-    code = _regime_code(I, m)
-    parity = jnp.round(jnp.linalg.det(jnp.eye(3, dtype=m.dtype)[perm]))
-    y = _circulating(ms, Is, a12, a13, a23, parity * t)
-    general = jnp.zeros_like(m).at[perm].set(y)
-    symmetric = _precession(I, m, t, Is, perm)
+    st = _setup(I, m)
+    return _state(I, m, t, st, _circulating(st, st.parity * t))
+
+
+def _state(I, m, t, st: _Setup, y):
+    """m(t) in original axes from the sorted-axes solution y, or the closed forms."""
+    general = jnp.zeros_like(m).at[st.perm].set(y)
+    symmetric = _precession(I, m, t, st.Is, st.perm)
     return jnp.select(
-        [code == 0, code == 1, code == 2],
+        [st.code == 0, st.code == 1, st.code == 2],
         [m, symmetric, m],
         general,
     )
@@ -158,14 +181,16 @@ def _safe(x, ok, fill=1.0):
     return jnp.where(ok, x, fill)
 
 
-def _circulating(ms, Is, a12, a13, a23, t, with_angle=False):
+def _circulating(st: _Setup, t, with_angle=False):
     """The elliptic (or, on the separatrix, hyperbolic) solution in sorted axes; with
     ``with_angle`` also ψ(t) − ψ(0), the attitude's rotation about the angular momentum
     (see ``_attitude``)."""
+    ms, Is = st.ms, st.Is
+    a12, a13, a23 = st.rates
     ok = (a12 > 0) & (a23 > 0)  # not symmetric (those states take another branch)
     a12, a23 = _safe(a12, ok), _safe(a23, ok)
     m1, m2, m3 = ms[0], ms[1], ms[2]
-    B = _distance(ms, Is) / (Is[0] * Is[1] * Is[2])
+    B = st.B / (Is[0] * Is[1] * Is[2])
     beta1 = m2 * m2 + m1 * m1 * (a13 / a23)
     beta3 = m2 * m2 + m3 * m3 * (a13 / a12)
     about3 = B >= 0
@@ -274,7 +299,7 @@ def euler_top_attitude(system, m0, g0, t) -> tuple[np.ndarray, np.ndarray]:
 def attitude_flow(inertia, m0, g0, t):
     """(m0, g0) ↦ (m(t), g(t)) for one state and one time: pure JAX (jit, vmap, grad)."""
     inertia, m0, g0, t = (jnp.asarray(v) for v in (inertia, m0, g0, t))
-    return _solution(inertia, m0, t), _attitude(inertia, m0, g0, t)
+    return _attitude(inertia, m0, g0, t)
 
 
 def _rotation(w):
@@ -310,14 +335,12 @@ def _frame(m, c):
 
 
 def _attitude(I, m, g0, t):
-    perm, Is, ms = _sorted(I, m)
-    a12, a13, a23 = _rates(Is)
-    code = _regime_code(I, m)
-    parity = jnp.round(jnp.linalg.det(jnp.eye(3, dtype=m.dtype)[perm]))
-    y, psi = _circulating(ms, Is, a12, a13, a23, parity * t, with_angle=True)
-    psi = parity * psi
+    """(m(t), g(t)): the state and the attitude from one evaluation of the solution."""
+    st = _setup(I, m)
+    perm, Is, ms, B, code = st.perm, st.Is, st.ms, st.B, st.code
+    y, psi = _circulating(st, st.parity * t, with_angle=True)
+    psi = st.parity * psi
     m_t = jnp.zeros_like(m).at[perm].set(y)
-    B = _distance(ms, Is)
     c = jnp.where(B >= 0, perm[2], perm[0])
     Rz = jnp.array(
         [[jnp.cos(psi), -jnp.sin(psi), 0.0], [jnp.sin(psi), jnp.cos(psi), 0.0], [0.0, 0.0, 1.0]]
@@ -333,18 +356,17 @@ def _attitude(I, m, g0, t):
     symmetric = g0 @ _rotation(t * m / I_perp) @ _rotation(t * spin * e_i)
     off = jnp.where(B >= 0, jnp.abs(ms[0]) + jnp.abs(ms[1]), jnp.abs(ms[1]) + jnp.abs(ms[2]))
     axis = off == 0  # m exactly along the circulation axis: an equilibrium (ρ = 0)
-    return jnp.select(
+    g = jnp.select(
         [(code == 0) | (code == 2) | axis, code == 1],
         [uniform, symmetric],
         general,
     )
+    return _state(I, m, t, st, y), g
 
 
 @jax.jit
 def _batched_attitude(I, rows, g0s, t):
-    per_time = jax.vmap(
-        lambda m, g, s: (_solution(I, m, s), _attitude(I, m, g, s)), in_axes=(None, None, 0)
-    )
+    per_time = jax.vmap(lambda m, g, s: _attitude(I, m, g, s), in_axes=(None, None, 0))
     return jax.vmap(per_time, in_axes=(0, 0, None))(rows, g0s, t)
 
 
