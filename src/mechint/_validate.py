@@ -1,14 +1,34 @@
-"""Validation of user input, shared by the library and the CLI (one home)."""
+"""Validation of user input, shared by the library and the CLI (one home).
+
+Traced values (inside ``jit``, ``vmap`` or ``grad``: a system built from a parameter
+being differentiated) have no numbers yet: they are checked for shape and dtype only,
+without a host sync.  A bad traced value is never a crash: the run it feeds fails as
+data (a non-finite state, a singular solve), like any failed step.
+"""
 
 from __future__ import annotations
 
 import math
 import numbers
 from collections.abc import Sequence
+from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
 from mechint.errors import InputError
+
+
+def traced(value) -> bool:
+    """Whether ``value`` (or a leaf of it) is a JAX tracer, whose numbers are unknown."""
+    return any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(value))
+
+
+def shown(value, fmt=lambda v: repr(tuple(float(x) for x in np.ravel(v)))) -> str:
+    """A parameter as a repr shows it: ``fmt(value)``, or "<traced>" inside a transform."""
+    return "<traced>" if traced(value) else fmt(np.asarray(value))
 
 
 def _fmt(value) -> str:
@@ -23,8 +43,11 @@ def _fmt(value) -> str:
         return repr(value)
 
 
-def real_array(name: str, value, shape: Sequence[int] | None = None) -> np.ndarray:
-    """``value`` as a finite float64 array (of ``shape`` when given), else ``InputError``."""
+def real_array(name: str, value, shape: Sequence[int] | None = None) -> Any:
+    """``value`` as a finite float64 array (of ``shape`` when given), else ``InputError``.
+    A traced value is returned as it is, its shape and dtype checked."""
+    if traced(value):
+        return _traced_array(name, value, shape)
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -37,8 +60,18 @@ def real_array(name: str, value, shape: Sequence[int] | None = None) -> np.ndarr
     return arr
 
 
-def positive_vector(name: str, value, length: int | None, *, min_length: int = 1) -> np.ndarray:
-    """A vector of ``length`` (any length >= ``min_length`` if None) finite, positive numbers."""
+def _traced_array(name: str, value, shape: Sequence[int] | None):
+    arr = jnp.asarray(value)
+    if not jnp.issubdtype(arr.dtype, jnp.floating):
+        raise InputError(name, f"expected real numbers, got a traced array of dtype {arr.dtype}")
+    if shape is not None and arr.shape != tuple(shape):
+        raise InputError(name, f"expected shape {tuple(shape)}, got a traced array of {arr.shape}")
+    return arr
+
+
+def positive_vector(name: str, value, length: int | None, *, min_length: int = 1) -> Any:
+    """A vector of ``length`` (any length >= ``min_length`` if None) finite, positive
+    numbers (a traced vector: its length only)."""
     arr = real_array(name, value)
     if length is not None and arr.shape != (length,):
         raise InputError(
@@ -52,25 +85,34 @@ def positive_vector(name: str, value, length: int | None, *, min_length: int = 1
             f"expected a vector of at least {min_length} numbers, got shape {arr.shape}",
             f"give {min_length} or more comma-separated positive values",
         )
+    if traced(arr):
+        return arr
     if np.any(arr <= 0):
         raise InputError(name, f"every entry must be > 0, got {_fmt(arr)}")
     return arr
 
 
-def positive_scalar(name: str, value) -> float:
-    """One finite number > 0."""
+def positive_scalar(name: str, value) -> Any:
+    """One finite number > 0 (a traced one: its shape only)."""
     arr = real_array(name, value)
     if arr.ndim != 0 and arr.shape != (1,):
         raise InputError(name, f"expected one number, got shape {arr.shape}")
+    if traced(arr):
+        return arr.reshape(())
     v = float(arr.reshape(()))
     if v <= 0:
         raise InputError(name, f"must be > 0, got {v:g}")
     return v
 
 
-def step_size(value, name: str = "h", *, allow_negative: bool = True) -> float:
-    """A finite, non-zero time step (strictly positive unless ``allow_negative``)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real | np.ndarray | np.generic):
+def step_size(value, name: str = "h", *, allow_negative: bool = True) -> Any:
+    """A finite, non-zero time step (strictly positive unless ``allow_negative``); a
+    traced step (a scalar tracer) is returned as it is."""
+    if traced(value):
+        return _traced_array(name, value, ()).reshape(())
+    if isinstance(value, bool) or not isinstance(
+        value, numbers.Real | np.ndarray | np.generic | jax.Array
+    ):
         raise InputError(name, f"expected a number, got {value!r}")
     h = float(value)
     if not math.isfinite(h):

@@ -31,7 +31,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from mechint import _validate
-from mechint.errors import InputError, StepFailure
+from mechint.errors import StepFailure
+from mechint.integrate import check_integrator, check_system, decode, initial_carry, run_saves
 from mechint.integrators.oriented import Oriented
 from mechint.maps import Integrator, Reason, require_serves
 from mechint.systems.base import System
@@ -41,15 +42,6 @@ from mechint.trajectory import Trajectory
 
 # Body-steps per chunk: long enough to amortise dispatch, short enough for progress.
 _CHUNK_BODY_STEPS = 1 << 22
-# A failure is recorded as step × _CODES + reason (one select a step for both).
-_CODES = 8
-assert len(Reason) <= _CODES
-
-
-def _decode(fail) -> tuple[np.ndarray, np.ndarray]:
-    """(failed step, −1 where none; reason code) from the driver's packed record."""
-    fail = np.asarray(fail)
-    return np.where(fail >= 0, fail // _CODES, -1), np.where(fail >= 0, fail % _CODES, 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,38 +58,6 @@ class _Run:
     oriented: bool = False
 
 
-def check_system(system) -> System:
-    """``system`` if it is a mechint system, else ``InputError``."""
-    if not isinstance(system, System):
-        raise InputError(
-            "system",
-            f"{type(system).__name__} is not a mechint system",
-            "use one of mechint.systems, or subclass mechint.systems.System",
-        )
-    return system
-
-
-def check_integrator(integrator) -> Integrator:
-    """``integrator`` if it is a mechint integrator, else ``InputError``."""
-    if not isinstance(integrator, Integrator):
-        raise InputError(
-            "integrator",
-            f"{integrator!r} is not a mechint integrator",
-            "pass an instance, e.g. mechint.integrators.Kahan() (user maps subclass "
-            "mechint.integrators.Integrator)",
-        )
-    return integrator
-
-
-def _freeze(frozen, old, new):
-    """Per batch member: keep ``old`` where ``frozen`` (shape (B,) or ()), else ``new``."""
-    return jax.tree.map(
-        lambda a, b: jnp.where(frozen.reshape(frozen.shape + (1,) * (a.ndim - frozen.ndim)), a, b),
-        old,
-        new,
-    )
-
-
 def capacity(n_saves: int) -> int:
     """The compiled size of a chunk of ``n_saves`` saves: the next power of two."""
     return 1 << max(0, n_saves - 1).bit_length()
@@ -105,32 +65,15 @@ def capacity(n_saves: int) -> int:
 
 @partial(jax.jit, static_argnames=("integrator", "capacity", "batched"))
 def _advance(system, integrator, carry, h, save_every, n_saves, *, capacity, batched):
-    """``n_saves`` (≤ ``capacity``) × ``save_every`` steps from ``carry`` = (x, k, failed
-    step, residual, reason); returns the new carry and a buffer of ``capacity`` saved
-    states, the first ``n_saves`` filled.  ``save_every`` and ``n_saves`` are traced, so
-    runs that differ only in them (or in h, or the parameters) share one compiled program
-    per power-of-two chunk size."""
-    step = integrator.step
-    if batched:
-        step = jax.vmap(step, in_axes=(None, 0, None))
-
-    def one_step(_, carry):
-        x, k, fail, fail_res = carry
-        x_new, st = step(system, x, h)
-        newly = (fail < 0) & ~st.ok
-        # the failing step and its reason in one number: step × 8 + reason
-        fail = jnp.where(newly, (k + 1) * _CODES + st.reason.astype(fail.dtype), fail)
-        fail_res = jnp.where(newly, st.residual.astype(fail_res.dtype), fail_res)
-        return _freeze(fail >= 0, x, x_new), k + 1, fail, fail_res
-
-    def one_save(i, state):
-        carry, saved = state
-        carry = jax.lax.fori_loop(0, save_every, one_step, carry)
-        saved = jax.tree.map(lambda buf, x: buf.at[i].set(x), saved, carry[0])
-        return carry, saved
-
-    buffer = jax.tree.map(lambda x: jnp.zeros((capacity, *x.shape), x.dtype), carry[0])
-    return jax.lax.fori_loop(0, n_saves, one_save, (carry, buffer))
+    """``n_saves`` (≤ ``capacity``) × ``save_every`` steps from ``carry`` (the loop shared
+    with ``integrate``); returns the new carry and ``capacity`` saved states, the first
+    ``n_saves`` filled.  ``save_every`` and ``n_saves`` are traced, so runs that differ
+    only in them (or in h, or the parameters) share one compiled program per
+    power-of-two chunk size."""
+    return run_saves(
+        system, integrator, carry, h, save_every, capacity,
+        batched=batched, n_saves=n_saves, checkpoint=False,
+    )  # fmt: skip
 
 
 def _plan(n_saves: int, save_every: int, batch: int, chunk: int = _CHUNK_BODY_STEPS) -> int:
@@ -231,13 +174,8 @@ def simulate(
         n_saves, save_every, batch, _validate.count("chunk_steps", chunk_steps or _CHUNK_BODY_STEPS)
     )
 
-    lead = (batch,) if batched else ()
-    carry = (
-        jax.tree.map(lambda a: jnp.asarray(a, dtype=real), x0_np),
-        jnp.asarray(0, dtype=jnp.int64),
-        jnp.full(lead, -1, dtype=jnp.int64),
-        jnp.zeros(lead, dtype=real),
-    )
+    x0_j = jax.tree.map(lambda a: jnp.asarray(a, dtype=real), x0_np)
+    carry = initial_carry(x0_j, batch if batched else None, real)
     samples = [jax.tree.map(lambda a: np.asarray(a, dtype=real)[None], x0_np)]
     every = jnp.asarray(save_every, dtype=jnp.int64)
     start = time.perf_counter()
@@ -254,7 +192,7 @@ def simulate(
                 capacity=capacity(n), batched=batched,
             )  # fmt: skip
             saved = jax.tree.map(lambda a, n=n: a[:n], jax.device_get(saved))
-            fail_step = _decode(carry[2])[0]
+            fail_step = _decode_np(carry[2])[0]
             if throw and np.any(fail_step >= 0):
                 _raise_failure(run, samples, saved, done, carry)
             samples.append(saved)
@@ -270,11 +208,15 @@ def simulate(
     return _trajectory(run, samples, carry, wall_time=wall)
 
 
+def _decode_np(fail) -> tuple[np.ndarray, np.ndarray]:
+    return decode(np.asarray(fail))
+
+
 def _trajectory(run: _Run, samples, carry, **stats) -> Trajectory:
     x = jax.tree.map(lambda *parts: np.concatenate(parts, axis=0), *samples)
     n_saved = jax.tree.leaves(x)[0].shape[0]
     full = run.steps // run.save_every + 1
-    fail_step, codes = _decode(carry[2])
+    fail_step, codes = _decode_np(carry[2])
     if n_saved < full and np.all(fail_step >= 0):  # stopped early: every member failed
         x = jax.tree.map(lambda a: _pad(a, full), x)
         n_saved = full
@@ -322,7 +264,7 @@ def _blank(a: np.ndarray, invalid: np.ndarray) -> np.ndarray:
 
 def _raise_failure(run: _Run, samples, saved, done, carry):
     x = carry[0]
-    fail_step, codes = (np.atleast_1d(a) for a in _decode(carry[2]))
+    fail_step, codes = (np.atleast_1d(a) for a in _decode_np(carry[2]))
     failed = np.flatnonzero(fail_step >= 0)
     member = int(failed[np.argmin(fail_step[failed])])
     first = int(fail_step[member])

@@ -147,12 +147,16 @@ def _continued_W(J, M, P, h):
         W, ok = carry
         e = h * (i + 1) / 400
 
-        def residual(W):
+        def residual(W, e):
             U = (jnp.eye(n) - 0.5 * e * e * P) @ W * J
             return so_vee(U - U.T - e * M)
 
         W, st = newton.solve(
-            residual, W, retract=lambda W, d: W @ cayley(so_hat(d, n)), tangent=jnp.zeros(so_dim(n))
+            residual,
+            W,
+            e,
+            retract=lambda W, d: W @ cayley(so_hat(d, n)),
+            tangent=jnp.zeros(so_dim(n)),
         )
         return W, ok & st.converged
 

@@ -7,10 +7,10 @@ import mechint as mi
 
 
 def test_newton_reaches_round_off_on_a_known_root():
-    def residual(z):
-        return jnp.stack([z[0] ** 2 + z[1] ** 2 - 4.0, z[0] - z[1]])
+    def residual(z, r2):
+        return jnp.stack([z[0] ** 2 + z[1] ** 2 - r2, z[0] - z[1]])
 
-    z, status = mi.solvers.Newton().solve(residual, jnp.array([1.0, 0.5]))
+    z, status = mi.solvers.Newton().solve(residual, jnp.array([1.0, 0.5]), 4.0)
     assert bool(status.converged)
     assert np.max(np.abs(z - np.sqrt(2.0))) < 1e-15
     assert float(status.residual) < 1e-14
@@ -18,7 +18,7 @@ def test_newton_reaches_round_off_on_a_known_root():
 
 
 def test_newton_on_a_pytree_under_vmap():
-    def residual(z):
+    def residual(z, _):
         a, b = z
         return (a**3 - 8.0, b - 2 * a)
 
@@ -29,12 +29,36 @@ def test_newton_on_a_pytree_under_vmap():
 
 
 def test_newton_reports_failure_instead_of_a_wrong_answer():
-    _z, status = mi.solvers.Newton(max_iter=2).solve(lambda z: z**3 - 8.0, jnp.array(50.0))
+    _z, status = mi.solvers.Newton(max_iter=2).solve(lambda z, c: z**3 - c, jnp.array(50.0), 8.0)
     assert not bool(status.converged)
     assert float(status.residual) > 1.0
     # no real root: x² + 1 = 0
-    _, status = mi.solvers.Newton().solve(lambda z: z**2 + 1.0, jnp.array(0.5))
+    _, status = mi.solvers.Newton().solve(lambda z, _: z**2 + 1.0, jnp.array(0.5))
     assert not bool(status.converged)
+
+
+def test_the_root_is_differentiated_by_the_implicit_function_theorem():
+    """z(a, b) with z³ + b z − a = 0: dz/da = 1/(3z² + b), dz/db = −z/(3z² + b), in
+    reverse and forward mode, from a guess that does not depend on (a, b); second
+    derivatives too (the rule is itself differentiable)."""
+
+    def root(a, b):
+        z, _ = mi.solvers.Newton().solve(
+            lambda z, p: z**3 + p[1] * z - p[0], jnp.array(1.0), (a, b)
+        )
+        return z
+
+    a, b = 10.0, 2.0
+    z = float(root(a, b))
+    assert abs(z**3 + b * z - a) < 1e-13
+    d = 3 * z * z + b
+    ga, gb = jax.jit(jax.grad(root, argnums=(0, 1)))(a, b)
+    assert abs(float(ga) - 1 / d) < 1e-15 and abs(float(gb) + z / d) < 1e-15
+    fa = jax.jvp(lambda a: root(a, b), (a,), (1.0,))[1]
+    assert abs(float(fa) - 1 / d) < 1e-15
+    # d²z/da² = −6z (dz/da)³
+    gaa = jax.grad(jax.grad(root))(a, b)
+    assert abs(float(gaa) + 6 * z / d**3) < 1e-15
 
 
 @pytest.mark.parametrize("kw", [{"max_iter": 0}, {"rtol": -1.0}, {"atol": 2.0}])

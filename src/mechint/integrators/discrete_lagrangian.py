@@ -40,6 +40,13 @@ from mechint.solvers.linear import positive_stable
 from mechint.systems import rigid
 
 
+def _residual(W, args):
+    """so_vee(Q W J − J Wᵀ Q − h M): the equation for the body rotation W."""
+    Q, J, M, h = args
+    U = Q @ W * J  # Q W J
+    return so_vee(U - U.T - h * M)
+
+
 class BodyRotationMap(Integrator):
     """A map of a rigid body that also gives the body rotation W_k = g_kᵀ g_{k+1} of each
     step, so that ``integrators.Oriented`` can carry the attitude g along."""
@@ -80,17 +87,14 @@ class DiscreteLagrangian(BodyRotationMap):
         eye = jnp.eye(n, dtype=M.dtype)
         Q = eye if P is None else eye - 0.5 * h * h * P
 
-        def residual(W):
-            U = Q @ W * J  # Q W J
-            return so_vee(U - U.T - h * M)
-
         def retract(W, d):
             return W @ cayley(so_hat(d, n))
 
         W0 = cayley(h * rigid.omega(M, J))
         W, st = self.solver.solve(
-            residual,
+            _residual,
             W0,
+            (Q, J, M, h),
             retract=retract,
             tangent=jnp.zeros(so_dim(n), dtype=M.dtype),
             tangent_map=lambda W, d: W @ so_hat(d, n),

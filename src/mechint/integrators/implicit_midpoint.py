@@ -18,6 +18,13 @@ from mechint.maps import Integrator, Reason, StepStatus, Traits, kept, status
 from mechint.solvers import Newton
 
 
+def _residual(z, args):
+    """z − x − h f((x + z)/2): the midpoint equation for x_{k+1} = z."""
+    system, x, h = args
+    mid = jax.tree.map(lambda a, b: 0.5 * (a + b), x, z)
+    return jax.tree.map(lambda zz, xx, v: zz - xx - h * v, z, x, system.vector_field(mid))
+
+
 @final
 @dataclasses.dataclass(frozen=True)
 class ImplicitMidpoint(Integrator):
@@ -30,14 +37,8 @@ class ImplicitMidpoint(Integrator):
         return None  # every system has a vector field
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
-        f = system.vector_field
-
-        def residual(z):
-            mid = jax.tree.map(lambda a, b: 0.5 * (a + b), x, z)
-            return jax.tree.map(lambda zz, xx, v: zz - xx - h * v, z, x, f(mid))
-
-        guess = jax.tree.map(lambda xx, v: xx + h * v, x, f(x))
-        z, st = self.solver.solve(residual, guess)
+        guess = jax.tree.map(lambda xx, v: xx + h * v, x, system.vector_field(x))
+        z, st = self.solver.solve(_residual, guess, (system, x, h))
         return z, status(st.converged, st.residual, Reason.NOT_CONVERGED)
 
     def preserved(self, system, x, h) -> dict:

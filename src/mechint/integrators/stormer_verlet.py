@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar, final
 
-from mechint.integrators.symplectic_euler import implicit_half
+from mechint.integrators.symplectic_euler import implicit_half, momentum_update
 from mechint.maps import (
     Integrator,
     StepStatus,
@@ -28,6 +28,12 @@ from mechint.maps import (
 )
 from mechint.solvers import Newton
 from mechint.systems.canonical import Canonical, Separable
+
+
+def _position_half(z, args):
+    """q + (h/2)(∂H/∂p(q, p_{k+½}) + ∂H/∂p(z, p_{k+½})): the equation for q_{k+1} = z."""
+    system, q, half, h, v0 = args
+    return q + (0.5 * h) * (v0 + system.gradient(z, half)[1])
 
 
 @final
@@ -51,11 +57,9 @@ class StormerVerlet(Integrator):
             return (q, p), ok_status((q, p))
         Hq = lambda q, p: system.gradient(q, p)[0]  # noqa: E731
         Hp = lambda q, p: system.gradient(q, p)[1]  # noqa: E731
-        half, s1 = implicit_half(self.solver, lambda z: p - (0.5 * h) * Hq(q, z), p)
+        half, s1 = implicit_half(self.solver, momentum_update, p, (system, q, p, 0.5 * h))
         v0 = Hp(q, half)
-        q1, s2 = implicit_half(
-            self.solver, lambda z: q + (0.5 * h) * (v0 + Hp(z, half)), q + h * v0
-        )
+        q1, s2 = implicit_half(self.solver, _position_half, q + h * v0, (system, q, half, h, v0))
         p1 = half - (0.5 * h) * Hq(q1, half)
         return (q1, p1), combine([s1, s2])
 

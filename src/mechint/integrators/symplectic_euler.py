@@ -31,10 +31,23 @@ from mechint.solvers import Newton
 from mechint.systems.canonical import Canonical, Separable
 
 
-def implicit_half(solver: Newton, equation, guess):
-    """Solve z = equation(z) by Newton from ``guess``; returns (z, StepStatus)."""
-    z, st = solver.solve(lambda z: z - equation(z), guess)
+def implicit_half(solver: Newton, equation, guess, args):
+    """Solve z = equation(z, args) by Newton from ``guess``; returns (z, StepStatus).
+    ``equation`` closes over no traced value (``Newton.solve``): it reads ``args``."""
+    z, st = solver.solve(lambda z, a: z - equation(z, a), guess, args)
     return z, status(st.converged, st.residual, Reason.NOT_CONVERGED)
+
+
+def position_update(z, args):
+    """q + h ∂H/∂p(z, p): the implicit equation of variant A for q_{k+1} = z."""
+    system, q, p, h = args
+    return q + h * system.gradient(z, p)[1]
+
+
+def momentum_update(z, args):
+    """p − h ∂H/∂q(q, z): the implicit equation of variant B for p_{k+1} = z."""
+    system, q, p, h = args
+    return p - h * system.gradient(q, z)[0]
 
 
 @final
@@ -70,9 +83,13 @@ class SymplecticEuler(Integrator):
         Hq = lambda q, p: system.gradient(q, p)[0]  # noqa: E731
         Hp = lambda q, p: system.gradient(q, p)[1]  # noqa: E731
         if self.variant == "A":
-            q1, status = implicit_half(self.solver, lambda z: q + h * Hp(z, p), q + h * Hp(q, p))
+            q1, status = implicit_half(
+                self.solver, position_update, q + h * Hp(q, p), (system, q, p, h)
+            )
             return (q1, p - h * Hq(q1, p)), status
-        p1, status = implicit_half(self.solver, lambda z: p - h * Hq(q, z), p - h * Hq(q, p))
+        p1, status = implicit_half(
+            self.solver, momentum_update, p - h * Hq(q, p), (system, q, p, h)
+        )
         return (q + h * Hp(q, p1), p1), status
 
     def preserved(self, system, x, h) -> dict:

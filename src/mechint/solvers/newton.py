@@ -1,13 +1,23 @@
-"""Newton's method with the exact Jacobian from JAX, jit/vmap-safe.
+"""Newton's method with the exact Jacobian from JAX, jit/vmap-safe and differentiable.
 
 Failure is returned as a status (converged flag, residual, iterations), never raised
 under ``jit``: the driver turns it into a ``StepFailure`` naming the step.
+
+Derivatives of the root (forward and reverse mode) come from the implicit function
+theorem at the converged root, never from the iterations: with the chart
+c(d) = retract(z*, d) centred at the root and g(d, θ) = G(c(d); θ) for whatever the
+residual closes over (θ: the state, h, the system's parameters),
+ż = c'(0) ḋ with ∂_d g · ḋ = −∂_θ G · θ̇.  One Jacobian (the one Newton's last
+iteration used) and one small linear solve per tangent; ``while_loop`` (which has no
+reverse mode) is never differentiated, and the tangent map of a root on SO(n) stays in
+its tangent space (W·so(n) through the Cayley chart).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -50,12 +60,18 @@ class Newton:
         self,
         residual: Callable,
         z0,
+        args=(),
         *,
         retract: Callable | None = None,
         tangent=None,
         tangent_map: Callable | None = None,
     ) -> tuple[object, NewtonStatus]:
-        """Solve ``residual(z) = 0`` from ``z0``; returns (z, NewtonStatus).
+        """Solve ``residual(z, args) = 0`` from ``z0``; returns (z, NewtonStatus).
+
+        ``args`` (a pytree: the state, h, the system) holds everything the residual
+        depends on besides z; ``residual``, ``retract`` and ``tangent_map`` must close
+        over no traced value, so that the root is differentiated with respect to
+        ``args`` (forward and reverse mode, by the implicit function theorem).
 
         On a manifold, give ``retract(z, d)`` (a chart centred at z, retract(z, 0) = z)
         and a zero ``tangent`` pytree: each iteration solves DG(retract(z, ·))(0) d = −G(z)
@@ -71,14 +87,20 @@ class Newton:
         flat_t, unravel_t = ravel_pytree(tangent)
         zero = jnp.zeros_like(flat_t)
 
-        def G(z):
-            return ravel_pytree(residual(z))[0]
+        def G(z, args):
+            return ravel_pytree(residual(z, args))[0]
+
+        def chart(z, d):
+            """The chart centred at z (to first order when ``tangent_map`` is given)."""
+            if tangent_map is None:
+                return retract(z, unravel_t(d))
+            return _add(z, tangent_map(z, unravel_t(d)))
+
+        # Newton runs on stopped gradients (the iterations are never differentiated) ...
+        frozen = jax.lax.stop_gradient(args)
 
         def local(d, z):
-            if tangent_map is None:
-                g = G(retract(z, unravel_t(d)))
-            else:
-                g = G(_add(z, tangent_map(z, unravel_t(d))))
+            g = G(chart(z, d), frozen)
             return g, g
 
         jac = jax.jacfwd(local, has_aux=True)
@@ -104,11 +126,36 @@ class Newton:
             done = jnp.max(jnp.abs(d)) <= rtol * size(z) + self.atol
             return z, i + 1, done, finite(z)
 
+        z0 = jax.lax.stop_gradient(z0)
         init = (z0, jnp.asarray(0), jnp.asarray(False), finite(z0))
         z, iterations, done, ok = jax.lax.while_loop(cond, body, init)
-        res = jnp.max(jnp.abs(G(z)))
+        res = jnp.max(jnp.abs(G(z, frozen)))
         converged = done & ok & jnp.isfinite(res)
+        # ... and the root's dependence on what the residual closes over comes from the
+        # implicit function theorem (see the module docstring)
+        z = _implicit(G, chart, (zero.shape, zero.dtype), z, args)
         return z, NewtonStatus(converged, res, iterations)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2))
+def _implicit(G, chart, tangent_space, z, args):
+    """The root z of G(·, args) = 0 (given), as a function of ``args``; ``chart(z, d)``
+    for d in ``tangent_space`` = (shape, dtype)."""
+    return z
+
+
+@_implicit.defjvp
+def _implicit_jvp(G, chart, tangent_space, primals, tangents):
+    z, args = primals
+    # the root as a function of args again, so that the rule itself differentiates
+    # correctly (second derivatives)
+    z = _implicit(G, chart, tangent_space, z, args)
+    zero = jnp.zeros(*tangent_space)
+    J = jax.jacfwd(lambda d: G(chart(z, d), args))(zero)
+    g_dot = jax.jvp(lambda a: G(z, a), (args,), (tangents[1],))[1]
+    d_dot = solve(J, -g_dot)
+    z_dot = jax.jvp(lambda d: chart(z, d), (zero,), (d_dot,))[1]
+    return z, z_dot
 
 
 def _add(z, d):

@@ -28,7 +28,7 @@ from jaxtyping import Array, Float
 
 from mechint import maps
 from mechint._pytree import register_pytree
-from mechint._validate import count
+from mechint._validate import count, real_array, traced
 from mechint.errors import InputError
 from mechint.systems.base import (
     NaturalSplit,
@@ -40,11 +40,16 @@ from mechint.systems.base import (
 )
 
 
-def _scalar_function(name: str, fn, nargs: int, dof: int) -> None:
-    """Check, by tracing once, that ``fn`` maps ``nargs`` arrays of shape (dof,) to a scalar."""
+def _scalar_function(name: str, fn, nargs: int, dof: int, params=None) -> None:
+    """Check, by tracing once, that ``fn`` maps ``nargs`` arrays of shape (dof,) (and
+    ``params`` when given) to a scalar."""
     if not callable(fn):
         raise InputError(name, f"must be a function, got {type(fn).__name__}")
     probe = [jax.ShapeDtypeStruct((dof,), jnp.float64)] * nargs
+    if params is not None:
+        probe.append(
+            jax.tree.map(lambda a: jax.ShapeDtypeStruct(jnp.shape(a), jnp.result_type(a)), params)
+        )
     try:
         out = jax.eval_shape(fn, *probe)
     except Exception as exc:  # any failure to trace is the user's function's fault
@@ -167,63 +172,75 @@ class Separable(Canonical, NaturalSplit):
 
 
 @final
-@register_pytree(meta=("H", "dof"))
+@register_pytree(data=("params",), meta=("H", "dof"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class Hamiltonian(Canonical):
     """A canonical system with any Hamiltonian ``H(q, p)`` (jax-traceable, one sample,
-    q and p of shape (dof,), returning a scalar)."""
+    q and p of shape (dof,), returning a scalar).
+
+    ``params``: a pytree of arrays passed as ``H(q, p, params)``: the parameters are
+    leaves of the system, so they may be traced (differentiated, vmapped) and a new value
+    reuses the compiled run.  A function that closes over its parameters instead
+    cannot be differentiated with respect to them through a run."""
 
     H: Callable
     dof: int
+    params: object = None
 
     name: ClassVar[str] = "hamiltonian"
 
-    def __init__(self, H, dof: int = 1):
+    def __init__(self, H, dof: int = 1, params=None):
         dof = count("dof", dof)
-        _scalar_function("H", H, 2, dof)
+        params = _parameters(params)
+        _scalar_function("H", H, 2, dof, params)
         object.__setattr__(self, "H", H)
         object.__setattr__(self, "dof", dof)
+        object.__setattr__(self, "params", params)
 
     def __repr__(self) -> str:
         return f"Hamiltonian(H={getattr(self.H, '__name__', self.H)!s}, dof={self.dof})"
 
     def energy(self, q, p):
-        return self.H(q, p)
+        return self.H(q, p) if self.params is None else self.H(q, p, self.params)
 
     def parameters(self) -> dict:
         return {"H": getattr(self.H, "__name__", repr(self.H)), "dof": self.dof}
 
 
 @final
-@register_pytree(meta=("T", "V", "dof"))
+@register_pytree(data=("params",), meta=("T", "V", "dof"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class SeparableHamiltonian(Separable):
     """H(q, p) = T(p) + V(q) from user functions ``T(p)`` and ``V(q)`` (jax-traceable,
-    one sample of shape (dof,), returning a scalar)."""
+    one sample of shape (dof,), returning a scalar); with ``params`` (a pytree of arrays,
+    traceable like ``Hamiltonian``'s) they are called as ``T(p, params)``, ``V(q, params)``."""
 
     T: Callable
     V: Callable
     dof: int
+    params: object = None
 
     name: ClassVar[str] = "separable-hamiltonian"
 
-    def __init__(self, T, V, dof: int = 1):
+    def __init__(self, T, V, dof: int = 1, params=None):
         dof = count("dof", dof)
-        _scalar_function("T", T, 1, dof)
-        _scalar_function("V", V, 1, dof)
+        params = _parameters(params)
+        _scalar_function("T", T, 1, dof, params)
+        _scalar_function("V", V, 1, dof, params)
         object.__setattr__(self, "T", T)
         object.__setattr__(self, "V", V)
         object.__setattr__(self, "dof", dof)
+        object.__setattr__(self, "params", params)
 
     def __repr__(self) -> str:
         names = [getattr(f, "__name__", repr(f)) for f in (self.T, self.V)]
         return f"SeparableHamiltonian(T={names[0]}, V={names[1]}, dof={self.dof})"
 
     def kinetic(self, p):
-        return self.T(p)
+        return self.T(p) if self.params is None else self.T(p, self.params)
 
     def potential(self, q):
-        return self.V(q)
+        return self.V(q) if self.params is None else self.V(q, self.params)
 
     def parameters(self) -> dict:
         return {
@@ -231,6 +248,18 @@ class SeparableHamiltonian(Separable):
             "V": getattr(self.V, "__name__", repr(self.V)),
             "dof": self.dof,
         }
+
+
+def _parameters(params):
+    """User parameters as a pytree of float arrays (traced leaves kept as they are)."""
+    if params is None:
+        return None
+    try:
+        return jax.tree.map(
+            lambda a: a if traced(a) else jnp.asarray(real_array("params", a)), params
+        )
+    except InputError as exc:
+        raise InputError("params", exc.problem, "give a pytree (dict, tuple) of arrays") from None
 
 
 # -- the exact flows of the pieces of a separable Hamiltonian -------------------------------

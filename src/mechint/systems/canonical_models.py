@@ -14,12 +14,16 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from mechint._pytree import register_pytree
-from mechint._validate import positive_scalar, positive_vector, real_array
+from mechint._validate import positive_scalar, positive_vector, real_array, shown
 from mechint.errors import InputError
 from mechint.exact.canonical import harmonic_oscillator as exact_oscillator
 from mechint.exact.canonical import kepler as exact_kepler
 from mechint.systems.base import ExactSolution, Parameter, StateOption
 from mechint.systems.canonical import Canonical, Separable
+
+
+def _g(v) -> str:
+    return f"{float(v):g}"
 
 
 def _half_square(p):
@@ -45,7 +49,8 @@ class HarmonicOscillator(Separable, ExactSolution):
     quadratic_invariants: ClassVar[tuple[str, ...]] = ("H",)
 
     def __init__(self, omega=1.0):
-        w = np.atleast_1d(real_array("omega", omega))
+        w = real_array("omega", omega)
+        w = w.reshape(1) if w.ndim == 0 else w
         object.__setattr__(self, "omega", jnp.asarray(positive_vector("omega", w, None)))
 
     @property
@@ -53,7 +58,7 @@ class HarmonicOscillator(Separable, ExactSolution):
         return int(self.omega.shape[0])
 
     def __repr__(self) -> str:
-        return f"HarmonicOscillator(omega={tuple(float(w) for w in np.asarray(self.omega))})"
+        return f"HarmonicOscillator(omega={shown(self.omega)})"
 
     def kinetic(self, p):
         return _half_square(p)
@@ -86,7 +91,7 @@ class Pendulum(Separable):
         object.__setattr__(self, "omega", jnp.asarray(positive_scalar("omega", omega)))
 
     def __repr__(self) -> str:
-        return f"Pendulum(omega={float(self.omega):g})"
+        return f"Pendulum(omega={shown(self.omega, _g)})"
 
     def kinetic(self, p):
         return _half_square(p)
@@ -128,7 +133,7 @@ class Kepler(Separable, ExactSolution):
         object.__setattr__(self, "mu", jnp.asarray(positive_scalar("mu", mu)))
 
     def __repr__(self) -> str:
-        return f"Kepler(mu={float(self.mu):g})"
+        return f"Kepler(mu={shown(self.mu, _g)})"
 
     def kinetic(self, p):
         return _half_square(p)
@@ -208,7 +213,7 @@ class HenonHeiles(Separable):
         object.__setattr__(self, "lam", jnp.asarray(positive_scalar("lam", lam)))
 
     def __repr__(self) -> str:
-        return f"HenonHeiles(lam={float(self.lam):g})"
+        return f"HenonHeiles(lam={shown(self.lam, _g)})"
 
     def kinetic(self, p):
         return _half_square(p)

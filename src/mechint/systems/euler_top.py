@@ -11,7 +11,7 @@ from jaxtyping import Array, Float
 
 from mechint import maps
 from mechint._pytree import register_pytree
-from mechint._validate import positive_scalar, positive_vector
+from mechint._validate import positive_scalar, positive_vector, shown, traced
 from mechint.errors import InputError
 from mechint.exact.euler_top import euler_top as exact_euler_top
 from mechint.lie import hat
@@ -62,7 +62,7 @@ class EulerTop(PoissonSystem, QuadraticVectorField, ExactSolution, LevelSetSampl
         object.__setattr__(self, "inertia", jnp.asarray(positive_vector("inertia", inertia, 3)))
 
     def __repr__(self) -> str:
-        return f"EulerTop(inertia={tuple(float(v) for v in np.asarray(self.inertia))})"
+        return f"EulerTop(inertia={shown(self.inertia)})"
 
     # -- structure ---------------------------------------------------------------------
     @property
@@ -126,6 +126,8 @@ class EulerTop(PoissonSystem, QuadraticVectorField, ExactSolution, LevelSetSampl
     def kahan_poisson(self) -> bool:
         """Kahan's map is Poisson for hat(m) iff two moments are equal (Kahan's theorem,
         MATH.md §2)."""
+        if traced(self.inertia):  # unknown moments: not claimed
+            return False
         I = np.asarray(self.inertia)
         return bool(I[0] == I[1] or I[1] == I[2] or I[0] == I[2])
 

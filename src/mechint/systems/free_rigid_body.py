@@ -43,8 +43,8 @@ class FreeRigidBody(rigid.Body):
         """The Euler top it equals for n = 3: I = (J2+J3, J1+J3, J1+J2), M = hat(m)."""
         if self.n != 3:
             raise ValueError(f"only n = 3 is an Euler top, this body has n = {self.n}")
-        J1, J2, J3 = (float(v) for v in np.asarray(self.J))
-        return EulerTop((J2 + J3, J1 + J3, J1 + J2))
+        J1, J2, J3 = self.J[0], self.J[1], self.J[2]
+        return EulerTop(jnp.stack([J2 + J3, J1 + J3, J1 + J2]))
 
     # -- structure ---------------------------------------------------------------------
     def vector_field(self, M: Float[Array, "... n n"]) -> Float[Array, "... n n"]:

@@ -16,7 +16,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from mechint._pytree import register_pytree
-from mechint._validate import count, positive_vector, real_array
+from mechint._validate import count, positive_vector, real_array, shown
 from mechint.errors import InputError
 from mechint.systems.base import (
     Parameter,
@@ -27,9 +27,9 @@ from mechint.systems.base import (
 )
 
 
-def polarize(Q: np.ndarray) -> np.ndarray:
+def polarize(Q):
     """The symmetric part Q_ijk ← (Q_ijk + Q_ikj)/2 (same quadratic form Q(x, x))."""
-    return 0.5 * (Q + np.swapaxes(Q, 1, 2))
+    return 0.5 * (Q + jnp.swapaxes(Q, 1, 2))
 
 
 def _tensor_from_function(fn, n: int) -> np.ndarray:
@@ -103,7 +103,7 @@ class QuadraticField(QuadraticVectorField):
                     "Q", f"expected a 3-index array of shape ({n}, {n}, {n}), got {Q.shape}"
                 )
         assert n is not None  # fixed by Q, B, c or dim above
-        object.__setattr__(self, "Q", jnp.asarray(polarize(np.asarray(Q))))
+        object.__setattr__(self, "Q", polarize(jnp.asarray(Q)))
         object.__setattr__(self, "B", jnp.asarray(np.zeros((n, n)) if B is None else B))
         object.__setattr__(self, "c", jnp.asarray(np.zeros(n) if c is None else c))
 
@@ -184,7 +184,9 @@ class LotkaVolterra(PoissonSystem, QuadraticVectorField):
             object.__setattr__(self, k, jnp.asarray(v))
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={float(getattr(self, k)):g}" for k in "abcd")
+        args = ", ".join(
+            f"{k}={shown(getattr(self, k), lambda v: f'{float(v):g}')}" for k in "abcd"
+        )
         return f"LotkaVolterra({args})"
 
     def quadratic_form(self):

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from mechint._validate import positive_vector, real_array
+from mechint._validate import positive_vector, real_array, shown
 from mechint.errors import InputError
 from mechint.lie import so_index, sym_index
 from mechint.systems.base import (
@@ -56,7 +56,7 @@ class Body(PoissonSystem, LevelSetSampler):
         object.__setattr__(self, "J", jnp.asarray(inertia(J)))
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(J={tuple(float(v) for v in np.asarray(self.J))})"
+        return f"{type(self).__name__}(J={shown(self.J)})"
 
     @property
     def n(self) -> int:
