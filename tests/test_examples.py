@@ -3,6 +3,8 @@
 import importlib.util
 from pathlib import Path
 
+import numpy as np
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
@@ -48,3 +50,28 @@ def test_marsden_examples():
         assert r["energy band"] < 0.1
     assert result["example 2 vs midpoint"] < 1e-15
     assert result["cayley"] < 1e-13
+
+
+def test_system_identification(tmp_path):
+    """Inertia (Kahan) and the potential's A (DL map) recovered from 200 samples with
+    noise 1e-3, within 4 standard errors, χ²/dof near 1; the figure is written."""
+    rows = _load("system_identification").main(quick=True, out=str(tmp_path / "fit.png"))
+    for r in rows:
+        assert np.all(np.abs(r["z"]) < 4.0), r["name"]
+        assert 0.7 < r["chi2/dof"] < 1.3
+        assert np.all(r["se"] < 1e-3)
+    assert (tmp_path / "fit.png").stat().st_size > 20_000
+
+
+def test_lyapunov_spectrum_comes_in_pairs():
+    result = _load("lyapunov").main(quick=True)
+    assert result["exponents"][0] > 0.01  # chaotic
+    assert abs(result["pair 1+4"]) < 1e-6 and abs(result["pair 2+3"]) < 1e-6
+
+
+def test_periodic_orbits_by_newton_shooting():
+    rows = _load("periodic_orbit").main(quick=True)
+    for r in rows:
+        assert r["residual"] < 1e-12
+        assert r["reciprocal"] < 1e-10 and r["unit pair"] < 1e-6
+    assert abs(rows[0]["period"] - rows[1]["period"]) > 0.1  # two different orbits
