@@ -48,13 +48,15 @@ def iterations(system, x0):
         n = M.shape[-1]
         Q = jnp.eye(n) - 0.5 * H * H * P
 
-        def residual(W):
+        def residual(W, args):
+            Q, M = args
             U = Q @ W * system.J
             return mi.lie.so_vee(U - U.T - H * M)
 
         _, st = dl.solver.solve(
             residual,
             mi.lie.cayley(H * system.omega(M)),
+            (Q, M),
             retract=lambda W, d: W @ mi.lie.cayley(mi.lie.so_hat(d, n)),
             tangent=jnp.zeros(mi.lie.so_dim(n)),
             tangent_map=lambda W, d: W @ mi.lie.so_hat(d, n),

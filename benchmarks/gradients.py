@@ -32,7 +32,7 @@ def loss_fn(steps, checkpoint, system_of=mi.systems.EulerTop, integrator=None, x
 
     def loss(params, x0, h):
         sol = mi.integrate(system_of(params), integrator, x0, h, steps, checkpoint=checkpoint)
-        return sum(jnp.sum(jnp.cos(jnp.arange(a[-1].size) + 1.0).reshape(a[-1].shape) * a[-1])
+        return sum(jnp.sum(jnp.cos(jnp.arange(1.0, a[-1].size + 1.0)).reshape(a[-1].shape) * a[-1])
                    for a in jax.tree.leaves(sol.x))  # fmt: skip
 
     return loss
