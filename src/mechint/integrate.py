@@ -135,10 +135,15 @@ def tracked_step(system, integrator: Integrator, h, batched: bool):
     return one_step
 
 
+def _blocked(length, checkpoint: bool) -> bool:
+    """Whether ``length`` steps are run as checkpointed √-blocks (static and long)."""
+    return checkpoint and isinstance(length, int) and length > _BLOCK_MIN
+
+
 def _steps(one_step, carry, length, checkpoint: bool):
     """``length`` steps; with ``checkpoint`` and a static length above ``_BLOCK_MIN``,
     as √length checkpointed blocks (see the module docstring)."""
-    if checkpoint and isinstance(length, int) and length > _BLOCK_MIN:
+    if _blocked(length, checkpoint):
         block = math.isqrt(length)
         blocks, rest = divmod(length, block)
 
@@ -166,8 +171,7 @@ def run_saves(
     def segment(c):
         return _steps(one_step, c, save_every, checkpoint)
 
-    blocked = isinstance(save_every, int) and save_every > _BLOCK_MIN
-    if checkpoint and not blocked:
+    if checkpoint and not _blocked(save_every, checkpoint):
         segment = jax.checkpoint(segment)
 
     def one_save(c, i):

@@ -192,7 +192,7 @@ def simulate(
                 capacity=capacity(n), batched=batched,
             )  # fmt: skip
             saved = jax.tree.map(lambda a, n=n: a[:n], jax.device_get(saved))
-            fail_step = _decode_np(carry[2])[0]
+            fail_step = decode(np.asarray(carry[2]))[0]
             if throw and np.any(fail_step >= 0):
                 _raise_failure(run, samples, saved, done, carry)
             samples.append(saved)
@@ -208,15 +208,11 @@ def simulate(
     return _trajectory(run, samples, carry, wall_time=wall)
 
 
-def _decode_np(fail) -> tuple[np.ndarray, np.ndarray]:
-    return decode(np.asarray(fail))
-
-
 def _trajectory(run: _Run, samples, carry, **stats) -> Trajectory:
     x = jax.tree.map(lambda *parts: np.concatenate(parts, axis=0), *samples)
     n_saved = jax.tree.leaves(x)[0].shape[0]
     full = run.steps // run.save_every + 1
-    fail_step, codes = _decode_np(carry[2])
+    fail_step, codes = decode(np.asarray(carry[2]))
     if n_saved < full and np.all(fail_step >= 0):  # stopped early: every member failed
         x = jax.tree.map(lambda a: _pad(a, full), x)
         n_saved = full
@@ -264,7 +260,7 @@ def _blank(a: np.ndarray, invalid: np.ndarray) -> np.ndarray:
 
 def _raise_failure(run: _Run, samples, saved, done, carry):
     x = carry[0]
-    fail_step, codes = (np.atleast_1d(a) for a in _decode_np(carry[2]))
+    fail_step, codes = (np.atleast_1d(a) for a in decode(np.asarray(carry[2])))
     failed = np.flatnonzero(fail_step >= 0)
     member = int(failed[np.argmin(fail_step[failed])])
     first = int(fail_step[member])
