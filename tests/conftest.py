@@ -1,15 +1,28 @@
+import atexit
 import ctypes
 import ctypes.util
 import gc
 import os
+import shutil
+import sys
 import tempfile
+import time
 
 # One on-disk compilation cache for the whole session, shared by the subprocesses the
 # tests start (``mechint run`` being killed and resumed, Dask workers): each program is
 # compiled once per session, and modules can drop their in-memory caches (below) to keep
 # the suite's memory bounded without compiling again.
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="mechint-jax-cache-"))
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:  # the process that starts the session
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="mechint-jax-cache-")
+    atexit.register(shutil.rmtree, os.environ["JAX_COMPILATION_CACHE_DIR"], True)
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+# XLA's CPU backend compiles fusions with its older LLVM emitters: the same HLO, the same
+# arithmetic (every bit-for-bit test holds), and about 40% less compile time, which is
+# most of the suite's time.  Subprocesses inherit it.
+if "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_cpu_use_fusion_emitters=false"
+    ).strip()
 
 import jax
 import numpy as np
@@ -28,21 +41,47 @@ if os.environ.get("MECHINT_COMPILE_LOG"):  # where the suite's time goes: every 
     logging.getLogger("jax").addHandler(handler)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _bounded_memory(request):
-    """Each test module starts without the compiled programs of the ones before it."""
-    yield
-    jax.clear_caches()
+# Compiled programs are kept while a process stays under this resident size (MB) and
+# dropped after the test that crosses it (recompiling is a hit in the on-disk cache):
+# the suite runs in two processes (pytest-xdist) within its 2 GB budget together.
+_RSS_LIMIT_MB = float(os.environ.get("MECHINT_TEST_RSS_MB", 500))
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as fh:
+        line = next(ln for ln in fh if ln.startswith("VmRSS"))
+    return int(line.split()[1]) / 1024
+
+
+def _release() -> None:
+    """Drop mechint's compiled programs (the big ones); all of JAX's caches (small eager
+    operations included, which would then compile again) only if that is not enough."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("mechint"):
+            for obj in vars(module).values():
+                if callable(getattr(obj, "clear_cache", None)):
+                    obj.clear_cache()
     gc.collect()
     _LIBC.malloc_trim(0)  # give the freed compiler memory back to the system
+    if _rss_mb() > _RSS_LIMIT_MB:
+        jax.clear_caches()
+        gc.collect()
+        _LIBC.malloc_trim(0)
+
+
+@pytest.fixture(autouse=True)
+def _bounded_memory(request):
+    """Each test leaves its process under ``_RSS_LIMIT_MB`` resident."""
+    yield
+    if _rss_mb() > _RSS_LIMIT_MB:
+        _release()
     if os.environ.get("MECHINT_RSS_LOG"):
         import resource
 
         with open(os.environ["MECHINT_RSS_LOG"], "a") as fh:
-            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            status = open("/proc/self/status").read()
-            now = next(ln for ln in status.splitlines() if ln.startswith("VmRSS"))
-            fh.write(f"{request.module.__name__}: {rss:.0f} MB peak, {now}\n")
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            fh.write(f"{time.time():.1f} {os.getpid()} {request.node.nodeid}: {peak:.0f} MB "
+                     f"peak, {_rss_mb():.0f} MB now\n")  # fmt: skip
 
 
 INERTIAS = {

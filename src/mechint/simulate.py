@@ -58,9 +58,18 @@ class _Run:
     oriented: bool = False
 
 
-def capacity(n_saves: int) -> int:
-    """The compiled size of a chunk of ``n_saves`` saves: the next power of two."""
-    return 1 << max(0, n_saves - 1).bit_length()
+# Chunks of few saves are compiled at one size, up to this many saves and numbers.
+_MIN_SAVES, _MIN_NUMBERS = 64, 1 << 16
+
+
+def capacity(n_saves: int, numbers: int = 1) -> int:
+    """The compiled size of a chunk of ``n_saves`` saves of ``numbers`` numbers each: the
+    next power of two, and at least 64 (or as many as keep the padded buffer within
+    2^16 numbers), so that short runs of one (system, integrator) share a program."""
+    floor = _MIN_SAVES
+    while floor > 1 and floor * numbers > _MIN_NUMBERS:
+        floor //= 2
+    return max(floor, 1 << max(0, n_saves - 1).bit_length())
 
 
 @partial(jax.jit, static_argnames=("integrator", "capacity", "batched"))
@@ -178,6 +187,7 @@ def simulate(
     carry = initial_carry(x0_j, batch if batched else None, real)
     samples = [jax.tree.map(lambda a: np.asarray(a, dtype=real)[None], x0_np)]
     every = jnp.asarray(save_every, dtype=jnp.int64)
+    numbers = sum(int(np.size(a)) for a in jax.tree.leaves(x0_np))
     start = time.perf_counter()
     bar = tqdm(
         total=steps, unit="step", unit_scale=True, delay=2.0, disable=not progress,
@@ -189,7 +199,7 @@ def simulate(
             n = min(per_chunk, n_saves - done)
             carry, saved = _advance(
                 system, integrator, carry, h, every, jnp.asarray(n, dtype=jnp.int64),
-                capacity=capacity(n), batched=batched,
+                capacity=capacity(n, numbers), batched=batched,
             )  # fmt: skip
             saved = jax.tree.map(lambda a, n=n: a[:n], jax.device_get(saved))
             fail_step = decode(np.asarray(carry[2]))[0]
