@@ -24,21 +24,27 @@ if "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", ""):
         os.environ.get("XLA_FLAGS", "") + " --xla_cpu_use_fusion_emitters=false"
     ).strip()
 
-import jax
 import numpy as np
 import pytest
 
-import mechint as mi
-
-jax.config.update("jax_enable_x64", True)
-jax.config.update("jax_numpy_dtype_promotion", "strict")
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
-if os.environ.get("MECHINT_COMPILE_LOG"):  # where the suite's time goes: every compile
-    import logging
 
-    jax.config.update("jax_log_compiles", True)
-    handler = logging.FileHandler(os.environ["MECHINT_COMPILE_LOG"])
-    logging.getLogger("jax").addHandler(handler)
+
+def pytest_configure(config):
+    """JAX is set up (and imported) only in the processes that run tests: the xdist
+    controller stays a small process, which the memory budget counts too."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_numpy_dtype_promotion", "strict")
+    if os.environ.get("MECHINT_COMPILE_LOG"):  # where the suite's time goes: every compile
+        import logging
+
+        jax.config.update("jax_log_compiles", True)
+        handler = logging.FileHandler(os.environ["MECHINT_COMPILE_LOG"])
+        logging.getLogger("jax").addHandler(handler)
 
 
 # Compiled programs are kept while a process stays under this resident size (MB) and
@@ -64,6 +70,8 @@ def _release() -> None:
     gc.collect()
     _LIBC.malloc_trim(0)  # give the freed compiler memory back to the system
     if _rss_mb() > _RSS_LIMIT_MB:
+        import jax
+
         jax.clear_caches()
         gc.collect()
         _LIBC.malloc_trim(0)
@@ -93,6 +101,8 @@ INERTIAS = {
 
 @pytest.fixture
 def top():
+    import mechint as mi
+
     return mi.systems.EulerTop(INERTIAS["distinct"])
 
 

@@ -8,6 +8,10 @@ import mechint as mi
 from mechint import sweeps
 from tests.cli.helpers import invoke
 
+# Tests that start processes (Dask workers, `mechint` runs) run one at a time on one
+# xdist worker: their processes count against the memory budget.
+pytestmark = pytest.mark.xdist_group("subprocesses")
+
 EXPERIMENT = {
     "steps": 200,
     "save_every": 50,

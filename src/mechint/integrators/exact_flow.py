@@ -19,10 +19,8 @@ import jax.numpy as jnp
 
 from mechint.exact.euler_top import attitude_flow, flow
 from mechint.integrators.discrete_lagrangian import BodyRotationMap
-from mechint.lie import so3
 from mechint.maps import EXACT_TRAITS, StepStatus, kept, ok_status, serves_only
-from mechint.systems.euler_top import EulerTop
-from mechint.systems.free_rigid_body import FreeRigidBody
+from mechint.systems.euler_top import FreeTop
 
 __all__ = ["ExactFlow"]
 
@@ -37,9 +35,9 @@ class ExactFlow(BodyRotationMap):
     traits = EXACT_TRAITS  # type: ignore[assignment]
 
     def cannot_serve(self, system) -> str | None:
-        why = serves_only(system, (EulerTop, FreeRigidBody))
-        if why is None and isinstance(system, FreeRigidBody) and system.n != 3:
-            return f"the exact flow is the n = 3 body's; this body has n = {system.n}"
+        why = serves_only(system, (FreeTop,))
+        if why is None and system.as_euler_top() is None:
+            return f"the exact flow is the n = 3 free body's; {system!r} is not one"
         return why
 
     def step_with_rotation(self, system, x, h):
@@ -50,12 +48,10 @@ class ExactFlow(BodyRotationMap):
         return x_next, st
 
     @staticmethod
-    def _advance(system, x, h, rotation: bool):
-        if isinstance(system, EulerTop):
-            inertia, m = system.inertia, x
-        else:
-            J = system.J
-            inertia, m = jnp.stack([J[1] + J[2], J[0] + J[2], J[0] + J[1]]), so3.vee(x)
+    def _advance(system: FreeTop, x, h, rotation: bool):
+        top = system.as_euler_top()
+        assert top is not None  # cannot_serve said so
+        inertia, m = top.inertia, system.to_momentum(x)
         lead = m.shape[:-1]
         flat = m.reshape(-1, 3)
         h = jnp.asarray(h, flat.dtype)
@@ -67,7 +63,7 @@ class ExactFlow(BodyRotationMap):
         else:  # the state alone: the attitude's elliptic integral is not compiled
             m_next, W = jax.vmap(flow, in_axes=(None, 0, None))(inertia, flat, h), None
         m_next = m_next.reshape(*lead, 3)
-        x_next = m_next if isinstance(system, EulerTop) else so3.hat(m_next)
+        x_next = system.from_momentum(m_next)
         return x_next, W, ok_status(x_next)
 
     def preserved(self, system, x, h) -> dict:

@@ -27,7 +27,7 @@ from mechint.systems.canonical import (
 )
 from mechint.systems.canonical_models import HarmonicOscillator, HenonHeiles, Kepler, Pendulum
 from mechint.systems.clebsch import ClebschTop
-from mechint.systems.euler_top import AxisRotation, EulerTop
+from mechint.systems.euler_top import AxisRotation, EulerTop, FreeTop
 from mechint.systems.free_rigid_body import FreeRigidBody
 from mechint.systems.quadratic_field import LotkaVolterra, QuadraticField
 from mechint.systems.quadratic_potential import QuadraticPotentialTop
@@ -67,6 +67,7 @@ __all__ = [
     "EulerTop",
     "ExactSolution",
     "FreeRigidBody",
+    "FreeTop",
     "Hamiltonian",
     "HamiltonianSystem",
     "HarmonicOscillator",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from typing import ClassVar, final
 
@@ -30,10 +31,30 @@ from mechint.systems.base import (
 _SINGULAR_ULPS = 64.0
 
 
+class FreeTop(abc.ABC):
+    """The capability of a system that is the free rigid body on so(3)* in some
+    coordinates (the Euler top itself; the n = 3 free body with M = hat(m)): what the
+    exact flow needs to serve it."""
+
+    @abc.abstractmethod
+    def as_euler_top(self) -> EulerTop | None:
+        """The Euler top it equals (None where it is not one, e.g. a body with n ≠ 3)."""
+
+    @abc.abstractmethod
+    def to_momentum(self, x) -> Float[Array, "... 3"]:
+        """The body angular momentum m (..., 3) of a state."""
+
+    @abc.abstractmethod
+    def from_momentum(self, m: Float[Array, "... 3"]):
+        """The state of body angular momentum m."""
+
+
 @final
 @register_pytree(data=("inertia",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
-class EulerTop(PoissonSystem, QuadraticVectorField, ExactSolution, LevelSetSampler, NaturalSplit):
+class EulerTop(
+    PoissonSystem, QuadraticVectorField, ExactSolution, LevelSetSampler, NaturalSplit, FreeTop
+):
     r"""Free rigid body in body angular momentum m ∈ R³ with principal moments I.
 
     ṁ = m × I⁻¹m, i.e. ṁ1 = a1 m2 m3, ṁ2 = a2 m3 m1, ṁ3 = a3 m1 m2 with
@@ -136,6 +157,15 @@ class EulerTop(PoissonSystem, QuadraticVectorField, ExactSolution, LevelSetSampl
         return kahan_step(self.coefficients, x, h)
 
     # -- facts ---------------------------------------------------------------------------
+    def as_euler_top(self) -> EulerTop:
+        return self
+
+    def to_momentum(self, x) -> Float[Array, "... 3"]:
+        return x
+
+    def from_momentum(self, m: Float[Array, "... 3"]) -> Float[Array, "... 3"]:
+        return m
+
     def exact_solution(self, x0, t) -> np.ndarray:
         return exact_euler_top(self, x0, t)
 

@@ -10,16 +10,16 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from mechint._pytree import register_pytree
-from mechint.lie import commutator, so_hat, so_vee
+from mechint.lie import commutator, so3, so_hat, so_vee
 from mechint.systems import rigid
 from mechint.systems.base import StateOption, validate_as
-from mechint.systems.euler_top import EulerTop
+from mechint.systems.euler_top import EulerTop, FreeTop
 
 
 @final
 @register_pytree(data=("J",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False, repr=False)
-class FreeRigidBody(rigid.Body):
+class FreeRigidBody(rigid.Body, FreeTop):
     r"""Free rigid body in so(n), any n >= 2: Ṁ = [M, Ω], M = JΩ + ΩJ.
 
     State: M, a skew n×n matrix (body angular momentum).  H = ½ Σ_{j<k} M_jk²/(J_j+J_k);
@@ -45,6 +45,15 @@ class FreeRigidBody(rigid.Body):
             raise ValueError(f"only n = 3 is an Euler top, this body has n = {self.n}")
         J1, J2, J3 = self.J[0], self.J[1], self.J[2]
         return EulerTop(jnp.stack([J2 + J3, J1 + J3, J1 + J2]))
+
+    def as_euler_top(self) -> EulerTop | None:
+        return self.euler_top() if self.n == 3 else None
+
+    def to_momentum(self, x) -> Float[Array, "... 3"]:
+        return so3.vee(x)
+
+    def from_momentum(self, m: Float[Array, "... 3"]) -> Float[Array, "... 3 3"]:
+        return so3.hat(m)
 
     # -- structure ---------------------------------------------------------------------
     def vector_field(self, M: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
