@@ -254,3 +254,57 @@ def test_concrete_input_is_validated_and_traced_input_is_shape_checked():
     shown = []
     jax.jit(lambda i: shown.append(repr(S.EulerTop(i))) or i)(jnp.ones(3))
     assert shown == ["EulerTop(inertia=<traced>)"]
+
+
+def _kahan_loss_mp(inertia, m, h, w):
+    """(w · numerator, det) of Kahan's step of the Euler top in mpmath (the closed form,
+    m' = numerator / det), at any precision."""
+    I1, I2, I3 = inertia
+    a = ((I2 - I3) / (I2 * I3), (I3 - I1) / (I3 * I1), (I1 - I2) / (I1 * I2))
+    p, q, r = (h / 2 * ai for ai in a)
+    m1, m2, m3 = m
+    s1, s2, s3 = q * r * m1**2, p * r * m2**2, p * q * m3**2
+    det = 1 - s1 - s2 - s3 - 2 * p * q * r * m1 * m2 * m3
+    num = (
+        m1 * (1 + s2 + s3 - s1) + 2 * p * m2 * m3,
+        m2 * (1 + s3 + s1 - s2) + 2 * q * m3 * m1,
+        m3 * (1 + s1 + s2 - s3) + 2 * r * m1 * m2,
+    )
+    return sum(wi * ni for wi, ni in zip(w, num, strict=True)), det
+
+
+@pytest.mark.parametrize("delta", [1e-3, 1e-6])
+def test_gradient_near_a_singular_kahan_step_matches_mpmath(delta):
+    """A hard corner: h a relative ``delta`` below the step size h* at which Kahan's
+    linear system is singular (det = 0), where m' and its derivatives grow like 1/det
+    and 1/det².  Reverse mode through ``integrate`` agrees with mpmath's derivative of
+    the closed form (50 digits) to a tolerance set by the conditioning: 64 ulp / |det|."""
+    mp = pytest.importorskip("mpmath")
+    inertia, m0 = (2.0, 1.0, 2.0 / 3.0), (0.45, -0.3, 0.89)
+    w = (0.3, -0.7, 1.1)
+    with mp.workdps(50):
+        f = lambda hh: _kahan_loss_mp([mp.mpf(v) for v in inertia], [mp.mpf(v) for v in m0],  # noqa: E731
+                                      hh, w)[1]  # fmt: skip
+        h_star = mp.findroot(f, 10.0)
+        h = float(h_star * (1 - delta))
+        args = [mp.mpf(v) for v in (*inertia, *m0, h)]
+
+        def loss_mp(*v):
+            num, det = _kahan_loss_mp(v[:3], v[3:6], v[6], w)
+            return num / det
+
+        want = np.array([float(mp.diff(loss_mp, args, tuple(int(i == k) for i in range(7))))
+                         for k in range(7)])  # fmt: skip
+        det = float(_kahan_loss_mp(args[:3], args[3:6], args[6], w)[1])
+
+    def loss(inertia, m, h):
+        sol = mi.integrate(S.EulerTop(inertia), I.Kahan(), m, h, 1)
+        return jnp.dot(jnp.asarray(w), sol.x[-1])
+
+    got = jax.jit(jax.grad(loss, argnums=(0, 1, 2)))(
+        jnp.asarray(inertia), jnp.asarray(m0), jnp.asarray(h)
+    )
+    got = np.concatenate([np.ravel(g) for g in got])
+    assert 0 < abs(det) < 100 * delta  # the corner is reached (det ≈ 35 delta here)
+    err = np.max(np.abs(got - want)) / np.max(np.abs(want))
+    assert err < 64 * np.finfo(float).eps / abs(det), (err, det)
