@@ -12,6 +12,18 @@ from tests.cli.helpers import invoke
 # xdist worker: their processes count against the memory budget.
 pytestmark = pytest.mark.xdist_group("subprocesses")
 
+
+@pytest.fixture(autouse=True)
+def _workers_gone():
+    """A test's Dask worker processes have exited before the next test starts (their
+    memory counts against the suite's budget)."""
+    yield
+    import multiprocessing
+
+    for child in multiprocessing.active_children():
+        child.join(timeout=30)
+
+
 EXPERIMENT = {
     "steps": 200,
     "save_every": 50,
