@@ -1,5 +1,8 @@
 """Parameter sweeps: grid × integrators × h × states, embedded or on a Dask cluster."""
 
+import os
+import time
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -13,6 +16,22 @@ from tests.cli.helpers import invoke
 pytestmark = pytest.mark.xdist_group("subprocesses")
 
 
+def _spawned_children() -> list[str]:
+    """Our child processes started by multiprocessing (Dask's workers), from /proc."""
+    me, out = str(os.getpid()), []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                ppid = fh.read().rsplit(")", 1)[1].split()[1]
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                spawned = b"spawn_main" in fh.read()
+        except OSError:
+            continue
+        if ppid == me and spawned:
+            out.append(pid)
+    return out
+
+
 @pytest.fixture(autouse=True)
 def _workers_gone():
     """A test's Dask worker processes have exited before the next test starts (their
@@ -22,6 +41,9 @@ def _workers_gone():
 
     for child in multiprocessing.active_children():
         child.join(timeout=30)
+    deadline = time.monotonic() + 30
+    while _spawned_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 EXPERIMENT = {
