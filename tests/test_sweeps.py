@@ -32,6 +32,21 @@ def _spawned_children() -> list[str]:
     return out
 
 
+@pytest.fixture
+def lean():
+    """This process gives back its compiled programs before the test starts Dask workers
+    (two more processes of ~350 MB each)."""
+    import gc
+
+    import jax
+
+    from tests.conftest import _LIBC
+
+    jax.clear_caches()
+    gc.collect()
+    _LIBC.malloc_trim(0)
+
+
 @pytest.fixture(autouse=True)
 def _workers_gone():
     """A test's Dask worker processes have exited before the next test starts (their
@@ -112,7 +127,7 @@ def test_so_n_random_states_share_every_casimir():
 
 
 @pytest.mark.slow
-def test_local_dask_cluster_is_bit_for_bit_the_embedded_run(embedded):
+def test_local_dask_cluster_is_bit_for_bit_the_embedded_run(embedded, lean):
     on_dask = sweeps.sweep(EXPERIMENT, cluster="local:2")
     for name in embedded.data_vars:
         assert np.array_equal(on_dask[name].values, embedded[name].values), name
@@ -153,7 +168,7 @@ def test_bad_experiments_name_the_key(change, needle):
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing():
+def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(lean):
     """SIGKILL one of two workers while the sweep runs: Dask reruns its tasks and the result
     equals the embedded run bit for bit (no state lost, none counted twice)."""
     import os
