@@ -11,10 +11,6 @@ import mechint as mi
 from mechint import sweeps
 from tests.cli.helpers import invoke
 
-# Tests that start processes (Dask workers, `mechint` runs) run one at a time on one
-# xdist worker: their processes count against the memory budget.
-pytestmark = pytest.mark.xdist_group("subprocesses")
-
 
 def _spawned_children() -> list[str]:
     """Our child processes started by multiprocessing (Dask's workers), from /proc."""

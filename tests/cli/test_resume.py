@@ -13,10 +13,6 @@ import xarray as xr
 import mechint as mi
 from tests.cli.helpers import invoke
 
-# Tests that start processes (Dask workers, `mechint` runs) run one at a time on one
-# xdist worker: their processes count against the memory budget.
-pytestmark = pytest.mark.xdist_group("subprocesses")
-
 STEPS, EVERY, H = 40_000_000, 100_000, 0.001
 ARGS = [
     "run", "--system", "euler-top", "--inertia", "2,1,0.6667", "--x0", "0.45,0,0.89",

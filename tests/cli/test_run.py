@@ -10,10 +10,6 @@ from mechint.cli.main import main
 from mechint.io import read_csv
 from tests.cli.helpers import invoke
 
-# Tests that start processes (Dask workers, `mechint` runs) run one at a time on one
-# xdist worker: their processes count against the memory budget.
-pytestmark = pytest.mark.xdist_group("subprocesses")
-
 BASE = [
     "run",
     "--system",
