@@ -59,6 +59,19 @@ def _rss_mb() -> float:
     return int(line.split()[1]) / 1024
 
 
+def _trim() -> None:
+    gc.collect()
+    _LIBC.malloc_trim(0)  # give the freed compiler memory back to the system
+
+
+def release_all() -> None:
+    """Drop every compiled program of this process (JAX's caches)."""
+    import jax
+
+    jax.clear_caches()
+    _trim()
+
+
 def _release() -> None:
     """Drop mechint's compiled programs (the big ones); all of JAX's caches (small eager
     operations included, which would then compile again) only if that is not enough."""
@@ -67,14 +80,9 @@ def _release() -> None:
             for obj in vars(module).values():
                 if callable(getattr(obj, "clear_cache", None)):
                     obj.clear_cache()
-    gc.collect()
-    _LIBC.malloc_trim(0)  # give the freed compiler memory back to the system
+    _trim()
     if _rss_mb() > _RSS_LIMIT_MB:
-        import jax
-
-        jax.clear_caches()
-        gc.collect()
-        _LIBC.malloc_trim(0)
+        release_all()
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,7 @@ import xarray as xr
 import mechint as mi
 from mechint import sweeps
 from tests.cli.helpers import invoke
+from tests.conftest import release_all
 
 
 def _spawned_children() -> list[str]:
@@ -32,15 +33,7 @@ def _spawned_children() -> list[str]:
 def lean():
     """This process gives back its compiled programs before the test starts Dask workers
     (two more processes of ~350 MB each)."""
-    import gc
-
-    import jax
-
-    from tests.conftest import _LIBC
-
-    jax.clear_caches()
-    gc.collect()
-    _LIBC.malloc_trim(0)
+    release_all()
 
 
 @pytest.fixture(autouse=True)
@@ -48,10 +41,6 @@ def _workers_gone():
     """A test's Dask worker processes have exited before the next test starts (their
     memory counts against the suite's budget)."""
     yield
-    import multiprocessing
-
-    for child in multiprocessing.active_children():
-        child.join(timeout=30)
     deadline = time.monotonic() + 30
     while _spawned_children() and time.monotonic() < deadline:
         time.sleep(0.05)
