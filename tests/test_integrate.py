@@ -8,7 +8,8 @@ and with central differences to 1e-6.  Directions in x0 are drawn in the system'
 coordinates (skew M, symmetric P), so they stay on the state space.
 """
 
-from functools import partial
+import sys
+from functools import cache, partial
 
 import jax
 import jax.numpy as jnp
@@ -201,23 +202,105 @@ def test_jit_vmap_grad_over_a_batch_of_parameters():
         np.testing.assert_allclose(g, one(row), rtol=1e-13, atol=1e-15)
 
 
-def test_checkpointed_reverse_mode_matches_stored_reverse_mode():
-    """The √-blocked checkpointed loop (save_every > 1024) gives the same gradient as
-    keeping every step, and integrate's states equal simulate's bit for bit."""
-    x0 = np.array([1.0, 0.5, -0.3])
-    inertia = jnp.array([2.0, 1.0, 0.7])
+_MP_STEP = 1e-15  # central difference step of the mpmath derivatives
+
+
+@cache
+def _kahan_run_mp(inertia, j: int, sign: int, x0, h, steps: int):
+    """Kahan's trajectory of the Euler top in mpmath (32 digits), inertia j shifted by
+    sign × _MP_STEP: an array of ``steps + 1`` states of mpf (shared by the tests)."""
+    mp = pytest.importorskip("mpmath")
+    with mp.workdps(32):
+        I_ = [mp.mpf(v) + sign * mp.mpf(_MP_STEP) * (i == j) for i, v in enumerate(inertia)]
+        m, out = [mp.mpf(v) for v in x0], []
+        out.append(m)
+        for _ in range(steps):
+            num, det = _kahan_step_mp(I_, m, mp.mpf(h))
+            m = [n / det for n in num]
+            out.append(m)
+    return np.array(out, dtype=object)
+
+
+@pytest.mark.parametrize("save_every", [3000, 1, 6])
+def test_checkpointed_and_stored_reverse_mode_match_mpmath(save_every, monkeypatch):
+    """Reverse mode over 3000 Kahan steps, checkpointed chunks and every step stored,
+    with one sample (a save interval longer than a chunk), every step saved, and a save
+    interval that leaves a partial chunk: both agree with mpmath's derivative (32
+    digits) to 8 N ulp (the measured error is ≈ 1.5 N ulp; the two differ by the
+    rounding of the chunk starts), and integrate's states equal simulate's bit for bit."""
+    x0, inertia, h, steps = (1.0, 0.5, -0.3), (2.0, 1.0, 0.7), 0.01, 3000
+    w = np.array([1.0, 2.0, 3.0])
+    # chunks of 256 steps: 11 whole chunks and a partial one in each layout
+    monkeypatch.setattr(sys.modules["mechint.integrate"], "_CHUNK_MIN", 256)
 
     def loss(inertia, checkpoint):
-        sol = mi.integrate(S.EulerTop(inertia), I.Kahan(), x0, 0.01, 3000, checkpoint=checkpoint)
-        return jnp.sum(sol.x[-1] ** 2 * jnp.array([1.0, 2.0, 3.0]))
+        sol = mi.integrate(S.EulerTop(inertia), I.Kahan(), jnp.asarray(x0), h, steps,
+                           save_every, checkpoint=checkpoint)  # fmt: skip
+        return jnp.sum(sol.x[-1] ** 2 * w) + 1e-3 * jnp.sum(sol.x[len(sol.x) // 2])
 
-    g_ck = jax.jit(jax.grad(lambda i: loss(i, True)))(inertia)
-    g_all = jax.jit(jax.grad(lambda i: loss(i, False)))(inertia)
-    np.testing.assert_allclose(g_ck, g_all, rtol=1e-12)
-    sol = mi.integrate(S.EulerTop(inertia), I.Kahan(), x0, 0.01, 3000, 1000)
-    traj = mi.simulate(S.EulerTop(inertia), I.Kahan(), x0, 0.01, 3000, 1000)
+    n_saves = steps // save_every
+    half = (n_saves + 1) // 2 * save_every  # the step of sample len(sol.x) // 2
+    mp, want = pytest.importorskip("mpmath"), []
+    with mp.workdps(32):
+        for j in range(3):
+            ends = [_kahan_run_mp(inertia, j, sign, x0, h, steps) for sign in (1, -1)]
+            value = [sum(w * ms[-1] ** 2) + sum(ms[half]) / 1000 for ms in ends]
+            want.append(float((value[0] - value[1]) / (2 * mp.mpf(_MP_STEP))))
+    want = np.array(want)
+    for checkpoint in (True, False):
+        got = jax.jit(jax.grad(lambda i, c=checkpoint: loss(i, c)))(jnp.asarray(inertia))
+        err = np.max(np.abs(got - want)) / np.max(np.abs(want))
+        assert err < 8 * steps * np.finfo(float).eps, (checkpoint, err)
+    sol = mi.integrate(S.EulerTop(jnp.asarray(inertia)), I.Kahan(), np.asarray(x0), h, steps, 1000)
+    traj = mi.simulate(S.EulerTop(jnp.asarray(inertia)), I.Kahan(), np.asarray(x0), h, steps, 1000)
     np.testing.assert_array_equal(np.asarray(sol.x), traj.x)
     np.testing.assert_array_equal(np.asarray(sol.t), traj.t)
+
+
+# (case, scale of the second batch member's x0: 60 makes midpoint's Newton fail at step 76)
+STRUCTURED = [("kahan", 1.01), ("midpoint", 60.0), ("strang", 1.01)]
+
+
+@pytest.mark.parametrize(("case", "scale"), STRUCTURED, ids=[c[0] for c in STRUCTURED])
+def test_structured_derivative_equals_ad_through_the_loop(case, scale, monkeypatch):
+    """Chunks of ≥ 64 steps are differentiated by the step Jacobians' linear recurrence
+    (``integrate._chunk``).  On a batch of two members (for midpoint the second fails
+    at step 76 and is frozen there, its tangent constant after), reverse and forward
+    mode agree with JAX's AD through the loop itself to 1e-12 (checkpointed and
+    stored), over a linearly implicit, a Newton and a splitting step, one and two-array
+    states (the step derivatives of every family: the test above)."""
+    _, build, params, integrator, _, h = next(c for c in CASES if c[0] == case)
+    system = build(params)
+    x0 = jax.tree.map(jnp.asarray, _state(system))
+    batch = jax.tree.map(lambda a: jnp.stack([a, a * scale]), x0)
+    steps, every = 96, 8  # chunks of 64 steps: one whole (8 saves) and one partial
+    monkeypatch.setattr(sys.modules["mechint.integrate"], "_CHUNK_MIN", 64)
+    at = (batch, params, jnp.asarray(h))
+
+    def derivatives(checkpoint):
+        def loss(x, p, hh):
+            sol = mi.integrate(build(p), integrator, x, hh, steps, every, checkpoint=checkpoint)
+            return sum(jnp.sum(jnp.nan_to_num(a) * jnp.cos(jnp.arange(a.size)).reshape(a.shape))
+                       for a in jax.tree.leaves(sol.x))  # fmt: skip
+
+        @jax.jit
+        def both(x, p, hh):
+            return jax.grad(loss, argnums=(0, 1, 2))(x, p, hh), jax.jvp(loss, (x, p, hh), at)[1]
+
+        return jax.tree.leaves(both(*at))
+
+    # checkpointing is the same remat around any step: checked on the two cheap steps
+    got = {
+        ck: derivatives(ck) for ck in ((True, False) if case in ("kahan", "strang") else (False,))
+    }
+    monkeypatch.setattr(sys.modules["mechint.integrate"], "_STRUCTURED_MIN", 10**9)
+    want = derivatives(False)
+    for ck, values in got.items():
+        for a, b in zip(values, want, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.max(np.abs(b)),
+                                       err_msg=f"{case}, checkpoint={ck}")  # fmt: skip
+    failed = mi.integrate(system, integrator, batch, h, steps, every).failed_step
+    assert failed.tolist() == ([-1, 76] if case == "midpoint" else [-1, -1])
 
 
 def test_failure_is_data_under_jit():
@@ -256,8 +339,8 @@ def test_concrete_input_is_validated_and_traced_input_is_shape_checked():
     assert shown == ["EulerTop(inertia=<traced>)"]
 
 
-def _kahan_loss_mp(inertia, m, h, w):
-    """(w · numerator, det) of Kahan's step of the Euler top in mpmath (the closed form,
+def _kahan_step_mp(inertia, m, h):
+    """(numerator, det) of Kahan's step of the Euler top in mpmath (the closed form,
     m' = numerator / det), at any precision."""
     I1, I2, I3 = inertia
     a = ((I2 - I3) / (I2 * I3), (I3 - I1) / (I3 * I1), (I1 - I2) / (I1 * I2))
@@ -270,6 +353,12 @@ def _kahan_loss_mp(inertia, m, h, w):
         m2 * (1 + s3 + s1 - s2) + 2 * q * m3 * m1,
         m3 * (1 + s1 + s2 - s3) + 2 * r * m1 * m2,
     )
+    return num, det
+
+
+def _kahan_loss_mp(inertia, m, h, w):
+    """(w · numerator, det) of Kahan's step (``_kahan_step_mp``)."""
+    num, det = _kahan_step_mp(inertia, m, h)
     return sum(wi * ni for wi, ni in zip(w, num, strict=True)), det
 
 
