@@ -117,7 +117,12 @@ def test_integrator_settings_are_one_table_for_cli_and_experiments():
         I.build("kahan", top, {"order": 4})
     with pytest.raises(mi.InputError, match="base: cannot be composition"):
         I.build("composition", kepler, {"base": "composition"})
-    assert set(I.SETTINGS) == {"variant", "scheme", "base", "order"}
+    assert I.build("gauss", kepler, {"stages": "3"}) == I.Gauss(3)
+    assert I.build("discrete-gradient", kepler, {"variant": "itoh-abe"}) == I.DiscreteGradient(
+        "itoh-abe"
+    )
+    assert {n for n, _ in I.SETTINGS["variant"]} == {"symplectic-euler", "discrete-gradient"}
+    assert set(I.SETTINGS) == {"variant", "scheme", "base", "order", "stages"}
 
 
 def test_splitting_schemes_are_checked_data():

@@ -120,8 +120,10 @@ class Traits:
 
     ``order``: classical order (``EXACT`` for an exact flow); ``symmetric``:
     Φ_{-h} = Φ_h⁻¹; ``symplectic``: for canonical systems; ``poisson``: for the system's
-    own Poisson tensor in general; ``explicit``.  Which invariants are kept exactly
-    depends on the system: see ``Integrator.preserved``.
+    own Poisson tensor in general; ``explicit``; ``energy``: H∘Φ_h = H for every
+    Hamiltonian system served (Marsden's energy integrators; midpoint keeps H only where H
+    is quadratic, which ``preserved`` says per system).  Which invariants are kept
+    exactly depends on the system: see ``Integrator.preserved``.
     """
 
     order: int
@@ -129,6 +131,7 @@ class Traits:
     explicit: bool
     symplectic: bool = False
     poisson: bool = False
+    energy: bool = False
 
 
 EXACT_TRAITS = Traits(order=EXACT, symmetric=True, explicit=True, symplectic=True, poisson=True)

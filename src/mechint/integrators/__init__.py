@@ -11,9 +11,11 @@ from mechint.integrators.composition import Composition
 from mechint.integrators.composition_schemes import SCHEMES as COMPOSITION_SCHEMES
 from mechint.integrators.composition_schemes import CompositionScheme
 from mechint.integrators.discrete_lagrangian import BodyRotationMap, DiscreteLagrangian
+from mechint.integrators.energy import AverageVectorField, DiscreteGradient
 from mechint.integrators.exact_flow import ExactFlow
 from mechint.integrators.explicit_rk import RK4, ExplicitEuler, ExplicitRungeKutta
 from mechint.integrators.flows import AxisRotation, Drift, Kick, NumericalFlow
+from mechint.integrators.gauss import Gauss
 from mechint.integrators.implicit_midpoint import ImplicitMidpoint
 from mechint.integrators.kahan import Kahan
 from mechint.integrators.oriented import Oriented
@@ -38,15 +40,18 @@ __all__ = [
     "RK4",
     "SETTINGS",
     "SPLITTING_SCHEMES",
+    "AverageVectorField",
     "AxisRotation",
     "BodyRotationMap",
     "Composition",
     "CompositionScheme",
+    "DiscreteGradient",
     "DiscreteLagrangian",
     "Drift",
     "ExactFlow",
     "ExplicitEuler",
     "ExplicitRungeKutta",
+    "Gauss",
     "ImplicitMidpoint",
     "Integrator",
     "Kahan",

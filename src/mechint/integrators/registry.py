@@ -10,8 +10,10 @@ from mechint._validate import lookup
 from mechint.errors import InputError
 from mechint.integrators.composition import Composition
 from mechint.integrators.discrete_lagrangian import DiscreteLagrangian
+from mechint.integrators.energy import AverageVectorField, DiscreteGradient
 from mechint.integrators.exact_flow import ExactFlow
 from mechint.integrators.explicit_rk import RK4, ExplicitEuler
+from mechint.integrators.gauss import Gauss
 from mechint.integrators.implicit_midpoint import ImplicitMidpoint
 from mechint.integrators.kahan import Kahan
 from mechint.integrators.rigid_body_splitting import RigidBodySplitting
@@ -27,6 +29,9 @@ INTEGRATORS: dict[str, type[Integrator]] = {
         ImplicitMidpoint,
         RK4,
         ExplicitEuler,
+        Gauss,
+        AverageVectorField,
+        DiscreteGradient,
         DiscreteLagrangian,
         SymplecticEuler,
         StormerVerlet,

@@ -77,6 +77,9 @@ class Canonical(PoissonSystem):
     )
     dof: int
     canonical: ClassVar[bool] = True
+    # H a polynomial of this degree in (q, p), or None: the average vector field's
+    # quadrature rule (exact for a declared degree)
+    energy_degree: ClassVar[int | None] = None
 
     @abc.abstractmethod
     def energy(self, q, p) -> Float[Array, ""]: ...
@@ -140,6 +143,21 @@ class Canonical(PoissonSystem):
         except InputError as exc:
             option = "p0" if "(p)" in exc.parameter else "q0"
             raise InputError(option, exc.problem, exc.fix) from None
+
+
+class ReducedEnergy(Canonical):
+    """The capability of an H invariant under a symmetry with momentum maps
+    (``momentum_maps``): H(z) = Ĥ(π(z)) with π the symmetry's quadratic invariants.
+    Gonzalez's discrete gradient, taken in π, then keeps the momentum maps as well
+    (Gonzalez 1996)."""
+
+    @abc.abstractmethod
+    def symmetry_invariants(self, z) -> Float[Array, " k"]:
+        """π(z), quadratic in z = (q, p) concatenated (one sample)."""
+
+    @abc.abstractmethod
+    def reduced_energy(self, pi) -> Float[Array, ""]:
+        """Ĥ(π), with H(z) = Ĥ(π(z))."""
 
 
 class Separable(Canonical, NaturalSplit):

@@ -19,7 +19,7 @@ from mechint.errors import InputError
 from mechint.exact.canonical import harmonic_oscillator as exact_oscillator
 from mechint.exact.canonical import kepler as exact_kepler
 from mechint.systems.base import ExactSolution, Parameter, StateOption
-from mechint.systems.canonical import Canonical, Separable
+from mechint.systems.canonical import Canonical, ReducedEnergy, Separable
 
 
 def _g(v) -> str:
@@ -47,6 +47,7 @@ class HarmonicOscillator(Separable, ExactSolution):
         Parameter("omega", "frequencies ω_i > 0, one per dof (default 1)"),
     )
     quadratic_invariants: ClassVar[tuple[str, ...]] = ("H",)
+    energy_degree: ClassVar[int | None] = 2
 
     def __init__(self, omega=1.0):
         w = real_array("omega", omega)
@@ -106,7 +107,7 @@ class Pendulum(Separable):
 @final
 @register_pytree(data=("mu",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
-class Kepler(Separable, ExactSolution):
+class Kepler(Separable, ReducedEnergy, ExactSolution):
     r"""The planar Kepler problem, H = ½|p|² − μ/|q|, q, p ∈ R².
 
     First integrals: the angular momentum L = q1 p2 − q2 p1 (the momentum map of the
@@ -140,6 +141,14 @@ class Kepler(Separable, ExactSolution):
 
     def potential(self, q):
         return -self.mu / jnp.sqrt(jnp.sum(q * q))
+
+    def symmetry_invariants(self, z):
+        """(|q|², |p|²), invariant under rotations (q, p) ↦ (Rq, Rp)."""
+        q, p = z[:2], z[2:]
+        return jnp.stack([q @ q, p @ p])
+
+    def reduced_energy(self, pi):
+        return 0.5 * pi[1] - self.mu / jnp.sqrt(pi[0])
 
     def first_integrals(self, x) -> dict:
         q, p = x
@@ -208,6 +217,7 @@ class HenonHeiles(Separable):
         Parameter("lam", "coupling λ > 0 (default 1)"),
     )
     dof: ClassVar[int] = 2  # type: ignore[misc]
+    energy_degree: ClassVar[int | None] = 3
 
     def __init__(self, lam=1.0):
         object.__setattr__(self, "lam", jnp.asarray(positive_scalar("lam", lam)))
