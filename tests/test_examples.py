@@ -75,3 +75,22 @@ def test_periodic_orbits_by_newton_shooting():
         assert r["residual"] < 1e-12
         assert r["reciprocal"] < 1e-10 and r["unit pair"] < 1e-6
     assert abs(rows[0]["period"] - rows[1]["period"]) > 0.1  # two different orbits
+
+
+def test_ge_marsden_no_map_keeps_both(tmp_path):
+    """On Hénon–Heiles the symplectic maps' energy defects are O(h^(p+1)) and the energy
+    maps' symplectic defects O(h^3) (Itoh–Abe, order 1: O(h^2)); none keeps both.  On
+    the harmonic oscillator the AVF (= midpoint there) keeps both."""
+    rows = _load("ge_marsden").main(quick=True, out=str(tmp_path / "gm.png"))
+    for r in rows:
+        if r["system"] == "Hénon–Heiles":
+            assert not r["both"], r["map"]
+            kept, broken = ("symplectic", "energy") if r["kind"] == "symplectic" else (
+                "energy", "symplectic")  # fmt: skip
+            assert r[kept].exact, (r["map"], kept)
+            want = r["order"] + 1 if r["kind"] == "symplectic" else min(3, r["order"] + 1)
+            assert abs(r[broken].exponent - want) < 0.3, (r["map"], r[broken].exponent)
+        else:
+            assert r["both"], r["map"]
+    assert len(rows) == 4
+    assert (tmp_path / "gm.png").stat().st_size > 20_000

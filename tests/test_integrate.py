@@ -64,6 +64,17 @@ CASES = [
         0.1,
     ),
     ("exact-flow", S.EulerTop, jnp.array([2.0, 1.0, 0.7]), I.ExactFlow(), 2, 0.3),
+    ("gauss3", S.Kepler, jnp.array(1.1), I.Gauss(3), 4, 0.1),
+    ("avf", S.HenonHeiles, jnp.array(0.9), I.AverageVectorField(), 6, 0.1),
+    ("gonzalez", S.Kepler, jnp.array(1.1), I.DiscreteGradient(), 6, 0.05),
+    (
+        "itoh-abe",
+        lambda k: S.Hamiltonian(_quartic, 2, params=k, degree=4),
+        jnp.array([0.3, 1.2]),
+        I.DiscreteGradient("itoh-abe"),
+        6,
+        0.05,
+    ),
     ("dl-free", S.FreeRigidBody, jnp.array([1.0, 2.0, 3.5]), I.DiscreteLagrangian(), 8, 0.1),
     (
         "dl-free-n4",
@@ -169,6 +180,7 @@ SYMPLECTIC = [
     ("verlet-newton", I.StormerVerlet()),
     ("midpoint", I.ImplicitMidpoint()),
     ("yoshida4", I.Composition(I.StormerVerlet(), "yoshida4")),
+    ("gauss2", I.Gauss(2)),
 ]
 
 

@@ -126,11 +126,11 @@ def _discrete_gradient_step(solver: Newton, system: Canonical, x, h, dgrad):
     n = _nodes(degree)
 
     def residual(z, args):
-        system_, z0_, h_ = args
-        return z - z0_ - h_ * (S @ dgrad(system_, z0_, z, n))
+        system_, z0_, h_, S_ = args
+        return z - z0_ - h_ * (S_ @ dgrad(system_, z0_, z, n))
 
     guess = z0 + h * (S @ _flat_energy(system)[1](z0))
-    z1, st = solver.solve(residual, guess, (system, z0, h))
+    z1, st = solver.solve(residual, guess, (system, z0, h, S))
     ok, res = st.converged, st.residual
     if degree is None:
         coarse, fine = dgrad(system, z0, z1, n), dgrad(system, z0, z1, _CHECK_NODES)

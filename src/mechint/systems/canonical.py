@@ -190,7 +190,7 @@ class Separable(Canonical, NaturalSplit):
 
 
 @final
-@register_pytree(data=("params",), meta=("H", "dof"))
+@register_pytree(data=("params",), meta=("H", "dof", "energy_degree"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class Hamiltonian(Canonical):
     """A canonical system with any Hamiltonian ``H(q, p)`` (jax-traceable, one sample,
@@ -199,7 +199,8 @@ class Hamiltonian(Canonical):
     ``params``: a pytree of arrays passed as ``H(q, p, params)``: the parameters are
     leaves of the system, so they may be traced (differentiated, vmapped) and a new value
     reuses the compiled run.  A function that closes over its parameters instead
-    cannot be differentiated with respect to them through a run."""
+    cannot be differentiated with respect to them through a run.  ``degree``: H is a
+    polynomial of this degree (the average vector field then integrates exactly)."""
 
     H: Callable
     dof: int
@@ -207,7 +208,8 @@ class Hamiltonian(Canonical):
 
     name: ClassVar[str] = "hamiltonian"
 
-    def __init__(self, H, dof: int = 1, params=None):
+    def __init__(self, H, dof: int = 1, params=None, degree: int | None = None):
+        object.__setattr__(self, "energy_degree", _degree(degree))
         dof = count("dof", dof)
         params = _parameters(params)
         _scalar_function("H", H, 2, dof, params)
@@ -226,12 +228,13 @@ class Hamiltonian(Canonical):
 
 
 @final
-@register_pytree(data=("params",), meta=("T", "V", "dof"))
+@register_pytree(data=("params",), meta=("T", "V", "dof", "energy_degree"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class SeparableHamiltonian(Separable):
     """H(q, p) = T(p) + V(q) from user functions ``T(p)`` and ``V(q)`` (jax-traceable,
     one sample of shape (dof,), returning a scalar); with ``params`` (a pytree of arrays,
-    traceable like ``Hamiltonian``'s) they are called as ``T(p, params)``, ``V(q, params)``."""
+    traceable like ``Hamiltonian``'s) they are called as ``T(p, params)``, ``V(q, params)``.
+    ``degree``: H is a polynomial of this degree, as for ``Hamiltonian``."""
 
     T: Callable
     V: Callable
@@ -240,7 +243,8 @@ class SeparableHamiltonian(Separable):
 
     name: ClassVar[str] = "separable-hamiltonian"
 
-    def __init__(self, T, V, dof: int = 1, params=None):
+    def __init__(self, T, V, dof: int = 1, params=None, degree: int | None = None):
+        object.__setattr__(self, "energy_degree", _degree(degree))
         dof = count("dof", dof)
         params = _parameters(params)
         _scalar_function("T", T, 1, dof, params)
@@ -266,6 +270,11 @@ class SeparableHamiltonian(Separable):
             "V": getattr(self.V, "__name__", repr(self.V)),
             "dof": self.dof,
         }
+
+
+def _degree(degree) -> int | None:
+    """A declared polynomial degree of H (None: not declared)."""
+    return None if degree is None else count("degree", degree)
 
 
 def _parameters(params):
