@@ -40,7 +40,9 @@ import numpy as np
 from mechint.errors import InputError
 from mechint.maps import Integrator, Reason, Setting, StepStatus, Traits, kept, serves_only, status
 from mechint.solvers import Newton
+from mechint.systems.base import PoissonSystem
 from mechint.systems.canonical import Canonical, ReducedEnergy
+from mechint.systems.lie_poisson import LiePoissonHamiltonian
 
 # Gauss–Legendre nodes for H of unknown degree, and the check's
 _NODES, _CHECK_NODES = 8, 16
@@ -64,12 +66,11 @@ def _nodes(degree: int | None) -> int:
     return _NODES if degree is None else max(1, math.ceil(degree / 2))
 
 
-def _flat_energy(system: Canonical):
-    """H and ∇H of one sample as functions of z = (q, p) concatenated."""
-    d = system.dof
+def _flat_energy(system: PoissonSystem):
+    """H and ∇H of one sample as functions of the system's coordinates z."""
 
     def H(z):
-        return system.energy(z[:d], z[d:])
+        return system.hamiltonian(system.from_coordinates(z))
 
     return H, jax.grad(H)
 
@@ -115,22 +116,26 @@ def _degree(system, dgrad) -> int | None:
     )
 
 
-def _discrete_gradient_step(solver: Newton, system: Canonical, x, h, dgrad):
-    """x' = x + h 𝕁 ∇̄H(x, x') by Newton from the explicit Euler guess; for H not
-    declared polynomial, the quadrature is checked at the root (8 against 16 nodes)."""
+def _structure(system: PoissonSystem, z0, z1):
+    """Π at the midpoint (𝕁 for a canonical system): skew, and Casimir gradients at the
+    midpoint in its kernel, so H and every quadratic Casimir are kept."""
+    return system.poisson_tensor(system.from_coordinates(0.5 * (z0 + z1))).astype(z0.dtype)
+
+
+def _discrete_gradient_step(solver: Newton, system: PoissonSystem, x, h, dgrad):
+    """x' = x + h Π((x + x')/2) ∇̄H(x, x') by Newton from the explicit Euler guess; for
+    H not declared polynomial, the quadrature is checked at the root (8 against 16
+    nodes)."""
     z0 = system.coordinates(x)
-    d = system.dof
-    I, O = np.eye(d), np.zeros((d, d))
-    S = jnp.asarray(np.block([[O, I], [-I, O]]), dtype=z0.dtype)
     degree = _degree(system, dgrad)
     n = _nodes(degree)
 
     def residual(z, args):
-        system_, z0_, h_, S_ = args
-        return z - z0_ - h_ * (S_ @ dgrad(system_, z0_, z, n))
+        system_, z0_, h_ = args
+        return z - z0_ - h_ * (_structure(system_, z0_, z) @ dgrad(system_, z0_, z, n))
 
-    guess = z0 + h * (S @ _flat_energy(system)[1](z0))
-    z1, st = solver.solve(residual, guess, (system, z0, h, S))
+    guess = z0 + h * (_structure(system, z0, z0) @ _flat_energy(system)[1](z0))
+    z1, st = solver.solve(residual, guess, (system, z0, h))
     ok, res = st.converged, st.residual
     if degree is None:
         coarse, fine = dgrad(system, z0, z1, n), dgrad(system, z0, z1, _CHECK_NODES)
@@ -153,20 +158,27 @@ class AverageVectorField(Integrator):
     traits = Traits(order=2, symmetric=True, explicit=False, energy=True)  # type: ignore[assignment]
 
     def cannot_serve(self, system) -> str | None:
-        return serves_only(system, (Canonical,))
+        return serves_only(system, (Canonical, LiePoissonHamiltonian))
 
-    def step(self, system: Canonical, x, h) -> tuple[object, StepStatus]:
+    def step(self, system: PoissonSystem, x, h) -> tuple[object, StepStatus]:
         return _discrete_gradient_step(self.solver, system, x, h, _average)
 
     def poisson_on(self, system) -> bool:
-        """On a quadratic H the map is the midpoint rule: symplectic."""
-        return isinstance(system, Canonical) and system.energy_degree == 2
+        """On a quadratic H with a constant structure the map is the midpoint rule:
+        symplectic (on a Lie–Poisson space the midpoint rule is not Poisson)."""
+        return system.canonical and system.energy_degree == 2
 
     def preserved(self, system, x, h) -> dict:
-        return kept(system, ("H",), x)
+        return kept(system, ("H", *_quadratic_casimirs(system)), x)
 
 
 _VARIANTS = {"gonzalez": _gonzalez, "itoh-abe": _itoh_abe}
+
+
+def _quadratic_casimirs(system) -> tuple[str, ...]:
+    """The system's Casimirs that are quadratic: kept exactly (Π at the midpoint)."""
+    casimirs = system.casimirs(jax.tree.map(jnp.asarray, system.example_state()))
+    return tuple(name for name in system.quadratic_invariants if name in casimirs)
 
 
 @final
@@ -196,18 +208,15 @@ class DiscreteGradient(Integrator):
     def cannot_serve(self, system) -> str | None:
         return serves_only(system, (Canonical,))
 
-    def step(self, system: Canonical, x, h) -> tuple[object, StepStatus]:
+    def step(self, system: PoissonSystem, x, h) -> tuple[object, StepStatus]:
         return _discrete_gradient_step(self.solver, system, x, h, _VARIANTS[self.variant])
 
     def poisson_on(self, system) -> bool:
         """Gonzalez's gradient of a quadratic H is ∇H at the midpoint: the midpoint rule,
         symplectic.  Itoh–Abe's is not."""
-        return (
-            self.variant == "gonzalez"
-            and isinstance(system, Canonical)
-            and system.energy_degree == 2
-        )
+        return self.variant == "gonzalez" and system.canonical and system.energy_degree == 2
 
     def preserved(self, system, x, h) -> dict:
         reduced = self.variant == "gonzalez" and isinstance(system, ReducedEnergy)
-        return kept(system, ("H", *system.momentum_maps) if reduced else ("H",), x)
+        names = ("H", *_quadratic_casimirs(system), *(system.momentum_maps if reduced else ()))
+        return kept(system, names, x)

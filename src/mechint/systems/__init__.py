@@ -22,6 +22,7 @@ from mechint.systems.canonical import (
     Drift,
     Hamiltonian,
     Kick,
+    ReducedEnergy,
     Separable,
     SeparableHamiltonian,
 )
@@ -29,6 +30,7 @@ from mechint.systems.canonical_models import HarmonicOscillator, HenonHeiles, Ke
 from mechint.systems.clebsch import ClebschTop
 from mechint.systems.euler_top import AxisRotation, EulerTop, FreeTop
 from mechint.systems.free_rigid_body import FreeRigidBody
+from mechint.systems.lie_poisson import LiePoissonHamiltonian
 from mechint.systems.quadratic_field import LotkaVolterra, QuadraticField
 from mechint.systems.quadratic_potential import QuadraticPotentialTop
 from mechint.systems.rigid import Body
@@ -74,6 +76,7 @@ __all__ = [
     "HenonHeiles",
     "Kepler",
     "LevelSetSampler",
+    "LiePoissonHamiltonian",
     "LotkaVolterra",
     "NaturalSplit",
     "Parameter",
@@ -82,6 +85,7 @@ __all__ = [
     "QuadraticField",
     "QuadraticPotentialTop",
     "QuadraticVectorField",
+    "ReducedEnergy",
     "Separable",
     "SeparableHamiltonian",
     "StateOption",

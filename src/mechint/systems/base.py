@@ -116,7 +116,11 @@ class System(abc.ABC):
 
 
 class HamiltonianSystem(System):
-    """A system with an energy H(x) that its flow keeps."""
+    """A system with an energy H(x) that its flow keeps.  ``energy_degree``: H is a
+    polynomial of this degree in the coordinates (None: not declared), the average
+    vector field's quadrature rule (exact for a declared degree)."""
+
+    energy_degree: ClassVar[int | None] = None
 
     @abc.abstractmethod
     def hamiltonian(self, x) -> Any: ...

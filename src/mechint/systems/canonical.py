@@ -77,9 +77,6 @@ class Canonical(PoissonSystem):
     )
     dof: int
     canonical: ClassVar[bool] = True
-    # H a polynomial of this degree in (q, p), or None: the average vector field's
-    # quadrature rule (exact for a declared degree)
-    energy_degree: ClassVar[int | None] = None
 
     @abc.abstractmethod
     def energy(self, q, p) -> Float[Array, ""]: ...

@@ -78,6 +78,7 @@ class EulerTop(
     state_fields = (("m", ("axis",)),)  # type: ignore[assignment]
     state_shape = (3,)  # type: ignore[assignment]
     quadratic_invariants: ClassVar[tuple[str, ...]] = ("H", "C")
+    energy_degree: ClassVar[int | None] = 2
 
     def __init__(self, inertia=(2.0, 1.0, 2.0 / 3.0)):
         object.__setattr__(self, "inertia", jnp.asarray(positive_vector("inertia", inertia, 3)))

@@ -35,6 +35,8 @@ class FreeRigidBody(rigid.Body, FreeTop):
     state_options: ClassVar[tuple[StateOption, ...]] = (rigid.M0_OPTION,)
     state_fields = (("M", ("row", "col")),)  # type: ignore[assignment]
 
+    energy_degree: ClassVar[int | None] = 2
+
     @property
     def quadratic_invariants(self) -> tuple[str, ...]:
         return ("H", "trM2")
