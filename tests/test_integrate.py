@@ -231,11 +231,11 @@ def _kahan_run_mp(inertia, j: int, sign: int, x0, h, steps: int):
     return np.array(out, dtype=object)
 
 
-@pytest.mark.parametrize("save_every", [3000, 1, 6])
+@pytest.mark.parametrize("save_every", [3000, 6])
 def test_checkpointed_and_stored_reverse_mode_match_mpmath(save_every, monkeypatch):
     """Reverse mode over 3000 Kahan steps, checkpointed chunks and every step stored,
-    with one sample (a save interval longer than a chunk), every step saved, and a save
-    interval that leaves a partial chunk: both agree with mpmath's derivative (32
+    with one sample (a save interval longer than a chunk) and a save interval of whole
+    saves per chunk that leaves a partial chunk: both agree with mpmath's derivative (32
     digits) to 8 N ulp (the measured error is ≈ 1.5 N ulp; the two differ by the
     rounding of the chunk starts), and integrate's states equal simulate's bit for bit."""
     x0, inertia, h, steps = (1.0, 0.5, -0.3), (2.0, 1.0, 0.7), 0.01, 3000
@@ -261,6 +261,8 @@ def test_checkpointed_and_stored_reverse_mode_match_mpmath(save_every, monkeypat
         got = jax.jit(jax.grad(lambda i, c=checkpoint: loss(i, c)))(jnp.asarray(inertia))
         err = np.max(np.abs(got - want)) / np.max(np.abs(want))
         assert err < 8 * steps * np.finfo(float).eps, (checkpoint, err)
+    if save_every != 3000:
+        return
     sol = mi.integrate(S.EulerTop(jnp.asarray(inertia)), I.Kahan(), np.asarray(x0), h, steps, 1000)
     traj = mi.simulate(S.EulerTop(jnp.asarray(inertia)), I.Kahan(), np.asarray(x0), h, steps, 1000)
     np.testing.assert_array_equal(np.asarray(sol.x), traj.x)
@@ -299,7 +301,7 @@ def test_structured_derivative_equals_ad_through_the_loop(case, scale, monkeypat
 
         return jax.tree.leaves(both(*at))
 
-    # checkpointing is the same remat around any step: checked on the two cheap steps
+    # checkpointing is the same remat around any step: checked on the cheapest
     got = {
         ck: derivatives(ck) for ck in ((True, False) if case in ("kahan", "strang") else (False,))
     }
