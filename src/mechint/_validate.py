@@ -135,6 +135,18 @@ def count(name: str, value, minimum: int = 1) -> int:
     return value
 
 
+def whole_number(name: str):
+    """A settings parser (text or TOML value → int) whose error names ``name``."""
+
+    def parse(text) -> int:
+        try:
+            return int(str(text))
+        except ValueError:
+            raise InputError(name, f"expected a whole number, got {text!r}") from None
+
+    return parse
+
+
 def save_every(steps: int, value) -> int:
     """``save_every`` must divide ``steps`` so that the final state is saved."""
     every = count("save_every", value)

@@ -109,7 +109,7 @@ def _itoh_abe(system, z0, z1, n):
     return jnp.stack(out)
 
 
-def _degree(system, dgrad) -> int | None:
+def _integrand_degree(system, dgrad) -> int | None:
     """The polynomial degree of what ``dgrad`` integrates (None: not polynomial)."""
     return (
         None if dgrad is _gonzalez and isinstance(system, ReducedEnergy) else system.energy_degree
@@ -127,7 +127,7 @@ def _discrete_gradient_step(solver: Newton, system: PoissonSystem, x, h, dgrad):
     H not declared polynomial, the quadrature is checked at the root (8 against 16
     nodes)."""
     z0 = system.coordinates(x)
-    degree = _degree(system, dgrad)
+    degree = _integrand_degree(system, dgrad)
     n = _nodes(degree)
 
     def residual(z, args):

@@ -18,17 +18,13 @@ from typing import ClassVar, final
 import jax
 import jax.numpy as jnp
 
+from mechint._validate import whole_number
 from mechint.errors import InputError
 from mechint.integrators.tableau import GAUSS
 from mechint.maps import Integrator, Reason, Setting, StepStatus, Traits, kept, status
 from mechint.solvers import Newton
 
-
-def _stages(text) -> int:
-    try:
-        return int(str(text))
-    except ValueError:
-        raise InputError("stages", f"expected a whole number, got {text!r}") from None
+_stages = whole_number("stages")
 
 
 def _coefficients(stages: int, like):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar, final
 
+from mechint._validate import whole_number
 from mechint.errors import InputError
 from mechint.integrators.composition import Composition
 from mechint.integrators.splitting import Splitting
@@ -24,11 +25,7 @@ SCHEME_FOR_ORDER = {4: "suzuki4", 6: "kahan-li6", 8: "kahan-li8"}
 _STRANG = Splitting((AxisRotation(0), AxisRotation(1), AxisRotation(2)), "strang")
 
 
-def _order(text) -> int:
-    try:
-        return int(str(text))
-    except ValueError:
-        raise InputError("order", f"expected a whole number, got {text!r}") from None
+_order = whole_number("order")
 
 
 @final
