@@ -14,7 +14,10 @@ def test_netcdf_roundtrip_records_provenance(tmp_path, top, m0):
     with xr.open_dataset(path, engine="h5netcdf") as ds:
         assert np.array_equal(ds["m"].values, traj.x)
         assert np.array_equal(ds["time"].values, traj.t)
-        assert np.allclose(ds["H"].values, top.hamiltonian(traj.x), rtol=0, atol=0)
+        # the stored invariants are the system's, evaluated as one compiled program (which
+        # may round differently from eager evaluation, by an ulp or two)
+        H = np.asarray(top.hamiltonian(traj.x))
+        assert np.max(np.abs(ds["H"].values - H) / H) < 4 * np.finfo(float).eps
         assert ds.attrs["system"] == "EulerTop"
         assert ds.attrs["integrator"] == "Kahan"
         assert ds.attrs["h"] == 0.01 and ds.attrs["steps"] == 1000

@@ -10,6 +10,7 @@ import numpy as np
 import xarray as xr
 
 from mechint import io
+from mechint._compiled import compiled
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -49,7 +50,8 @@ class Trajectory:
 
     def invariants(self) -> dict[str, np.ndarray]:
         """The system's invariants at every saved sample (arrays shaped like t, per member)."""
-        return {k: np.asarray(v) for k, v in self.system.invariants(self.x).items()}
+        values = compiled(type(self.system).invariants, self.system, self.x)
+        return {k: np.asarray(v) for k, v in values.items()}
 
     def to_xarray(self):
         return io.to_dataset(self)

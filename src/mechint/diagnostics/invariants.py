@@ -6,6 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mechint._compiled import compiled
+
 
 def _errors(values: dict, relative: bool) -> dict[str, np.ndarray]:
     out = {}
@@ -27,13 +29,22 @@ def invariant_errors(system, trajectory, *, relative: bool = True) -> dict[str, 
     """|I(x_k) − I(x_0)| (relative to |I(x_0)| unless ``relative=False``) for every
     invariant of ``system``, over the saved samples (per batch member).  The invariants
     are evaluated in float64 (float32 runs included)."""
-    return _errors(_float64(system).invariants(_float64(trajectory.x)), relative)
+    return _errors(compiled(_invariants64, system, trajectory.x), relative)
+
+
+def _invariants64(system, x) -> dict:
+    return _float64(system).invariants(_float64(x))
+
+
+def _preserved64(integrator, system, x, h) -> dict:
+    return integrator.preserved(_float64(system), _float64(x), h)
 
 
 def preserved_errors(trajectory, *, relative: bool = True) -> dict[str, np.ndarray]:
     """The same for the quantities the run's integrator claims to keep exactly (e.g. the
     Kahan integrals K_k at the run's h)."""
-    values = trajectory.integrator.preserved(
-        _float64(trajectory.system), _float64(trajectory.x), trajectory.h
-    )
+    values = compiled(
+        _preserved64, trajectory.system, trajectory.x, trajectory.h,
+        static=(trajectory.integrator,),
+    )  # fmt: skip
     return _errors(values, relative)

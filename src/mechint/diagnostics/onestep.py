@@ -67,7 +67,9 @@ def _padded(hs) -> tuple[jax.Array, int]:
 
 
 def _first(tree, n: int):
-    return jax.tree.map(lambda a: a[:n], tree)
+    """The first n entries of every leaf, as NumPy arrays (host-side results: slicing a
+    device array would compile a slice for every shape)."""
+    return jax.tree.map(lambda a: np.asarray(a)[:n], tree)
 
 
 def one_step(system: System, integrator: Integrator, x, hs) -> tuple[OneStep, StepStatus]:
@@ -107,7 +109,7 @@ def jacobians(system: PoissonSystem, integrator: Integrator, x, hs):
     x = jax.tree.map(jnp.asarray, x)
     padded, n = _padded(hs)
     z, z1, D, st = _jacobians(system, integrator, x, padded)
-    return z, z1[:n], D[:n], _first(st, n)
+    return np.asarray(z), *_first((z1, D), n), _first(st, n)
 
 
 def failures(hs, status: StepStatus) -> list[tuple[float, str]]:

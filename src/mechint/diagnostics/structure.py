@@ -16,6 +16,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from mechint._compiled import compiled
 from mechint.diagnostics.onestep import jacobians, raise_if_failed
 from mechint.errors import UnsupportedError
 from mechint.maps import Integrator, StepStatus
@@ -44,11 +45,20 @@ def poisson_defects(system: System, integrator: Integrator, x, hs) -> tuple[np.n
     """max |DΦ Π(x) DΦᵀ − Π(Φ(x))| for each h in ``hs`` (NaN where the step failed)."""
     system = _poisson(system)
     z, z1, D, st = jacobians(system, integrator, x, hs)
+    values = np.asarray(compiled(_poisson_residual, system, z, z1, D))
+    return np.where(np.asarray(st.ok), values, np.nan), st
+
+
+def _poisson_residual(system, z, z1, D):
     Pi = system.poisson_tensor(system.from_coordinates(z))
     lhs = D @ Pi @ jnp.swapaxes(D, -1, -2)
     rhs = system.poisson_tensor(system.from_coordinates(z1))
-    values = np.asarray(jnp.max(jnp.abs(lhs - rhs), axis=(-2, -1)))
-    return np.where(np.asarray(st.ok), values, np.nan), st
+    return jnp.max(jnp.abs(lhs - rhs), axis=(-2, -1))
+
+
+def _symplectic_residual(system, z, D):
+    Jc = system.poisson_tensor(system.from_coordinates(z))
+    return jnp.max(jnp.abs(jnp.swapaxes(D, -1, -2) @ Jc @ D - Jc), axis=(-2, -1))
 
 
 def symplectic_defects(
@@ -61,8 +71,7 @@ def symplectic_defects(
             f"{type(system).__name__} is not canonical; measure poisson_defect instead",
         )
     z, _, D, st = jacobians(system, integrator, x, hs)
-    Jc = system.poisson_tensor(system.from_coordinates(z))
-    values = np.asarray(jnp.max(jnp.abs(jnp.swapaxes(D, -1, -2) @ Jc @ D - Jc), axis=(-2, -1)))
+    values = np.asarray(compiled(_symplectic_residual, system, z, D))
     return np.where(np.asarray(st.ok), values, np.nan), st
 
 

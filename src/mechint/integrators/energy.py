@@ -169,15 +169,16 @@ class AverageVectorField(Integrator):
         return system.canonical and system.energy_degree == 2
 
     def preserved(self, system, x, h) -> dict:
-        return kept(system, ("H", *_quadratic_casimirs(system)), x)
+        return kept(system, ("H", *_quadratic_casimirs(system, x)), x)
 
 
 _VARIANTS = {"gonzalez": _gonzalez, "itoh-abe": _itoh_abe}
 
 
-def _quadratic_casimirs(system) -> tuple[str, ...]:
-    """The system's Casimirs that are quadratic: kept exactly (Π at the midpoint)."""
-    casimirs = system.casimirs(jax.tree.map(jnp.asarray, system.example_state()))
+def _quadratic_casimirs(system, x) -> tuple[str, ...]:
+    """The system's Casimirs that are quadratic: kept exactly (Π at the midpoint).  Named
+    from the state at hand (the system may be traced: no example state evaluated)."""
+    casimirs = jax.eval_shape(system.casimirs, jax.tree.map(jnp.asarray, x))
     return tuple(name for name in system.quadratic_invariants if name in casimirs)
 
 
@@ -218,5 +219,5 @@ class DiscreteGradient(Integrator):
 
     def preserved(self, system, x, h) -> dict:
         reduced = self.variant == "gonzalez" and isinstance(system, ReducedEnergy)
-        names = ("H", *_quadratic_casimirs(system), *(system.momentum_maps if reduced else ()))
+        names = ("H", *_quadratic_casimirs(system, x), *(system.momentum_maps if reduced else ()))
         return kept(system, names, x)
