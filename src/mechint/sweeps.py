@@ -44,7 +44,6 @@ from pathlib import Path
 
 import jax
 import numpy as np
-import xarray as xr
 
 from mechint import _validate, integrators, systems
 from mechint.errors import InputError
@@ -370,4 +369,6 @@ def _assemble(exp: Experiment, results):
     attrs["experiment"] = experiment_key(exp)
     attrs["complete"] = int(bool(task_done.all()))
     attrs.update({k: str(v) for k, v in exp.fixed.items()})
+    import xarray as xr  # imported when used (see io.to_dataset)
+
     return xr.Dataset(ds, coords=coords, attrs=attrs)

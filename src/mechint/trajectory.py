@@ -7,7 +7,6 @@ from typing import Any
 
 import jax
 import numpy as np
-import xarray as xr
 
 from mechint import io
 from mechint._compiled import compiled
@@ -100,6 +99,8 @@ def concatenate(first: Trajectory, second: Trajectory) -> Trajectory:
 def read_checkpoint(path, system, integrator) -> tuple[Trajectory, dict]:
     """The trajectory saved in the NetCDF file ``path`` (by ``mechint run``), rebuilt for
     ``system`` and ``integrator``, and the file's attributes."""
+    import xarray as xr  # imported when used (see io.to_dataset)
+
     with xr.open_dataset(path, engine="h5netcdf") as ds:
         ds = ds.load()
     leaves = [np.asarray(ds[name].values) for name, _dims in system.state_fields]

@@ -7,7 +7,6 @@ import signal
 import time
 
 import numpy as np
-import xarray as xr
 
 from mechint import io, sweeps
 from mechint.cli import parsing
@@ -92,6 +91,8 @@ def _previous(out, experiment):
     if not out.is_file():
         raise InputError("--resume", f"no sweep to continue at {str(out)!r}")
     try:
+        import xarray as xr  # imported when used (see io.to_dataset)
+
         with xr.open_dataset(out, engine="h5netcdf") as ds:
             ds = ds.load()
     except (OSError, ValueError) as exc:
