@@ -50,7 +50,7 @@ def pytest_configure(config):
 # Compiled programs are kept while a process stays under this resident size (MB) and
 # dropped after the test that crosses it (recompiling is a hit in the on-disk cache):
 # the suite runs in two processes (pytest-xdist) within its 2 GB budget together.
-_RSS_LIMIT_MB = float(os.environ.get("MECHINT_TEST_RSS_MB", 500))
+_RSS_LIMIT_MB = float(os.environ.get("MECHINT_TEST_RSS_MB", 650))
 
 
 def _rss_mb() -> float:
