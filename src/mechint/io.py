@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -28,24 +29,56 @@ def _leaves(traj):
     return out
 
 
+def integrator_settings(integrator) -> str:
+    """Every setting of ``integrator`` (its dataclass fields, nested) as JSON: what a
+    resumed run must match besides the class (order, variant, scheme, solver tolerances)."""
+    settings = _plain(integrator) if dataclasses.is_dataclass(integrator) else {}
+    return json.dumps(settings, sort_keys=True)
+
+
 def metadata(traj) -> dict:
-    """Attributes recorded with every saved trajectory."""
+    """Attributes recorded with every saved trajectory: the run's record and a checksum
+    of the record and the saved data (``checksum``)."""
     integ = traj.integrator
-    settings = _plain(integ) if dataclasses.is_dataclass(integ) else {}
-    return {
+    record = {
         "system": type(traj.system).__name__,
         "system_parameters": json.dumps(traj.system.parameters()),
         "integrator": type(integ).__name__,
-        "integrator_settings": json.dumps(settings),
+        "integrator_settings": integrator_settings(integ),
         "integrator_order": int(traj.integrator.traits.order),
+        "dtype": str(jax.tree.leaves(traj.x)[0].dtype),
         "h": float(traj.h),
         "steps": int(traj.steps),
         "steps_requested": int(traj.stats.get("steps_requested", traj.steps)),
         "complete": int(traj.steps >= traj.stats.get("steps_requested", traj.steps)),
         "save_every": int(traj.save_every),
+    }
+    return {
+        **record,
+        "checksum": checksum(record, traj.t, [(n, a) for n, _, a in _leaves(traj)]),
         "mechint_version": __version__,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
+
+
+# the attributes a checksum covers: the run's record (not when or by which version)
+CHECKED = ("system", "system_parameters", "integrator", "integrator_settings",
+           "integrator_order", "dtype", "h", "steps", "steps_requested", "complete",
+           "save_every")  # fmt: skip
+
+
+def checksum(attrs: dict, t, arrays) -> str:
+    """SHA-256 of the record attributes in ``CHECKED`` and of the saved times and arrays
+    ((name, array) pairs: names, dtypes, shapes and bytes): any change to a file's data
+    or record after it was written changes it."""
+    digest = hashlib.sha256()
+    record = {k: attrs.get(k) for k in CHECKED}
+    digest.update(json.dumps(record, sort_keys=True, default=str).encode())
+    for name, a in [("time", t), *arrays]:
+        a = np.ascontiguousarray(a)
+        digest.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+        digest.update(a.tobytes())
+    return "sha256:" + digest.hexdigest()
 
 
 def _plain(value):
@@ -148,6 +181,32 @@ def write_csv(traj, path) -> None:
         header=header + "\n" + ",".join(names),
         comments="# ",
     )
+
+
+def saved_attrs(path) -> dict | None:
+    """The record of a file written by mechint (NetCDF attributes or CSV header), or None
+    when ``path`` does not exist or is not such a file."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        if path.suffix.lower() == ".nc":
+            import h5netcdf
+
+            with h5netcdf.File(path, "r") as fh:
+                attrs = {k: v.item() if isinstance(v, np.generic) else v
+                         for k, v in fh.attrs.items()}  # fmt: skip
+        else:
+            attrs = {}
+            with open(path, errors="replace") as fh:
+                for line in fh:
+                    if not line.startswith("# ") or ": " not in line:
+                        break
+                    key, value = line[2:].rstrip("\n").split(": ", 1)
+                    attrs[key] = value
+    except (OSError, ValueError):
+        return None
+    return attrs if "mechint_version" in attrs else None
 
 
 def read_csv(path) -> dict[str, np.ndarray]:

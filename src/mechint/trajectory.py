@@ -96,26 +96,32 @@ def concatenate(first: Trajectory, second: Trajectory) -> Trajectory:
     )
 
 
-def read_checkpoint(path, system, integrator) -> tuple[Trajectory, dict]:
+def read_checkpoint(path, system, integrator) -> tuple[Trajectory, dict, str]:
     """The trajectory saved in the NetCDF file ``path`` (by ``mechint run``), rebuilt for
-    ``system`` and ``integrator``, and the file's attributes."""
+    ``system`` and ``integrator``, the file's attributes, and the checksum of what was
+    read (``io.checksum``: equal to the ``checksum`` attribute unless the file was changed
+    after it was written)."""
     import xarray as xr  # imported when used (see io.to_dataset)
 
     with xr.open_dataset(path, engine="h5netcdf") as ds:
         ds = ds.load()
-    leaves = [np.asarray(ds[name].values) for name, _dims in system.state_fields]
+    arrays = [(name, np.asarray(ds[name].values)) for name, _dims in system.state_fields]
+    if "g" in ds:
+        arrays.append(("g", np.asarray(ds["g"].values)))
+    leaves = [a for name, a in arrays if name != "g"]
     x = leaves[0] if len(leaves) == 1 else tuple(leaves)
     g = np.asarray(ds["g"].values) if "g" in ds else None
     attrs = {k: v.item() if isinstance(v, np.generic) else v for k, v in ds.attrs.items()}
+    t = np.asarray(ds["time"].values)
     traj = Trajectory(
         system=system,
         integrator=integrator,
         h=float(attrs["h"]),
-        t=np.asarray(ds["time"].values),
+        t=t,
         x=x,
         steps=int(attrs["steps"]),
         save_every=int(attrs["save_every"]),
         stats={"steps_requested": int(attrs.get("steps_requested", attrs["steps"]))},
         orientation=g,
     )
-    return traj, attrs
+    return traj, attrs, io.checksum(attrs, t, arrays)

@@ -61,3 +61,18 @@ def test_suris_map_poisson_and_the_table(capsys):
 def test_bad_input_is_one_line(args, needle, capsys):
     code, _, err = _check(args, capsys)
     assert code == 2 and err.count("\n") == 1 and needle in err, err
+
+
+def test_non_finite_defects_are_no_verdict_and_exit_1(capsys):
+    """A state whose invariants overflow (|m|² > 1e308) gives NaN/inf defects: reported as
+    such (JSON null), never "exact (round-off)", and the command exits 1."""
+    args = "--system euler-top --inertia 3,2,1 --integrator kahan --x0 1e200,1e200,1e200"
+    code, out, err = _check(args + " --json", capsys)
+    assert code == 1 and "not measured" in err
+    doc = json.loads(out)  # strict JSON: no NaN
+    verdicts = {p["property"]: p for p in doc["properties"]}
+    assert not any(p["verdict"] == "exact (round-off)" for p in verdicts.values())
+    assert verdicts["energy H"]["defect"] is None
+    assert verdicts["energy H"]["verdict"].startswith(("non-finite", "failed"))
+    code, out, _ = _check(args, capsys)
+    assert code == 1 and "exact" not in out

@@ -1,6 +1,7 @@
 """Long runs lose nothing: a killed ``mechint run`` leaves a valid file of its completed
 chunks, and ``--resume`` ends bit for bit where an uninterrupted run ends."""
 
+import dataclasses
 import signal
 import subprocess
 import sys
@@ -32,8 +33,17 @@ def _open(path):
         return ds.load()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM], ids=str)
-def test_killed_run_keeps_its_chunks_and_resumes_bit_for_bit(sig, tmp_path, reference, capsys):
+@pytest.mark.parametrize(
+    ("sig", "count"),
+    [(signal.SIGKILL, 1), (signal.SIGINT, 1), (signal.SIGTERM, 1), (signal.SIGTERM, 5)],
+    ids=["KILL", "INT", "TERM", "TERM-x5"],
+)
+def test_killed_run_keeps_its_chunks_and_resumes_bit_for_bit(
+    sig, count, tmp_path, reference, capsys
+):
+    """Signals set a flag read between chunks (never an exception inside a JAX callback,
+    where Python would drop it): one INT or TERM ends the run with its checkpoint and exit
+    130; a burst exits at once on the second, the file holding the last checkpoint."""
     out = tmp_path / "run.nc"
     cmd = [sys.executable, "-m", "mechint", *ARGS, "--out", str(out)]
     # SIGINT as a terminal sends it, even when this test runs in a background job
@@ -48,7 +58,9 @@ def test_killed_run_keeps_its_chunks_and_resumes_bit_for_bit(sig, tmp_path, refe
     while not out.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.02)
     assert out.exists(), proc.stderr.read() if proc.poll() is not None else "no checkpoint"
-    proc.send_signal(sig)  # at once: the rest of the run takes about a second
+    for _ in range(count):  # at once: the rest of the run takes about a second
+        proc.send_signal(sig)
+        time.sleep(0.002)
     proc.wait(timeout=60)
     if sig != signal.SIGKILL:
         assert proc.returncode == 130 and "--resume" in proc.stderr.read()
@@ -80,3 +92,79 @@ def test_resume_refuses_another_run_and_reports_a_complete_one(tmp_path, capsys)
     assert code == 2 and "--resume" in err and "h = 0.001" in err
     code, _, err = invoke([*short, "--out", str(tmp_path / "none.nc"), "--resume"], capsys)
     assert code == 2 and "--resume" in err
+
+
+def _unfinished(path, integrator, done=300, total=1000, every=100):
+    """A run stopped after ``done`` of ``total`` steps, written as ``mechint run`` writes
+    its checkpoints (the Euler top, h = 0.01)."""
+    top = mi.systems.EulerTop((2.0, 1.0, 0.6667))
+    traj = mi.simulate(top, integrator, [0.45, 0.0, 0.89], 0.01, done, every)
+    traj = dataclasses.replace(traj, stats={**traj.stats, "steps_requested": total})
+    mi.io.write_atomic(traj, path)
+    return path
+
+
+RUN = ["run", "--system", "euler-top", "--inertia", "2,1,0.6667", "--x0", "0.45,0,0.89",
+       "--h", "0.01", "--steps", "1000", "--save-every", "100", "--quiet"]  # fmt: skip
+
+
+def test_resume_compares_every_integrator_setting(tmp_path, capsys):
+    """Issue 18.1: a run of rigid-body-splitting order 2 is not continued at order 4."""
+    out = _unfinished(tmp_path / "split.nc", mi.integrators.RigidBodySplitting(order=2))
+    before = out.read_bytes()
+    split = [*RUN, "--integrator", "rigid-body-splitting", "--out", str(out), "--resume"]
+    code, _, err = invoke([*split, "--order", "4"], capsys)
+    assert code == 2 and "integrator_settings" in err and err.count("\n") == 1, err
+    assert out.read_bytes() == before  # refused: the file untouched
+    code, _, err = invoke([*split, "--order", "2"], capsys)
+    assert code == 0, err
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert ds.attrs["complete"] == 1 and ds.attrs["steps"] == 1000
+
+
+@pytest.mark.parametrize("tamper", ["last state", "steps attribute", "no checksum"])
+def test_resume_refuses_a_file_changed_after_it_was_written(tamper, tmp_path, capsys):
+    """Issue 18.4: the checksum of the record and the data, kept in the file, is checked
+    before a run continues: an edited state or attribute is refused, the file untouched."""
+    import h5netcdf
+
+    out = _unfinished(tmp_path / "kahan.nc", mi.integrators.Kahan())
+    with h5netcdf.File(out, "a") as fh:
+        if tamper == "last state":
+            m = fh.variables["m"]
+            m[-1, 0] = np.nextafter(m[-1, 0], 1.0)  # one ulp
+        elif tamper == "steps attribute":
+            fh.attrs["steps"] = 500
+        else:
+            del fh.attrs["checksum"]
+    before = out.read_bytes()
+    code, _, err = invoke([*RUN, "--integrator", "kahan", "--out", str(out), "--resume"], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert ("no checksum" if tamper == "no checksum" else "changed after it was written") in err
+    assert out.read_bytes() == before
+
+
+def test_one_writer_per_file_and_an_unfinished_run_is_kept(tmp_path, capsys):
+    """Issue 18.5: a second run on a --out that another run holds is refused; a new run
+    over an unfinished one needs --overwrite (or --resume)."""
+    import fcntl
+    import os
+
+    out = _unfinished(tmp_path / "kahan.nc", mi.integrators.Kahan())
+    kahan = [*RUN, "--integrator", "kahan", "--out", str(out)]
+    code, _, err = invoke(kahan, capsys)
+    assert code == 2 and "unfinished run (300 of 1000 steps)" in err and "--overwrite" in err
+    lock = os.open(tmp_path / ".kahan.nc.lock", os.O_RDWR | os.O_CREAT)
+    try:  # another process holding the lock, as a running ``mechint run`` does
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(lock, b"4242")
+        for extra in ([], ["--resume"], ["--overwrite"]):
+            code, _, err = invoke([*kahan, *extra], capsys)
+            assert code == 2 and "another mechint run (pid 4242)" in err, err
+    finally:
+        os.close(lock)
+    code, _, err = invoke([*kahan, "--overwrite"], capsys)
+    assert code == 0, err
+    assert not (tmp_path / ".kahan.nc.lock").exists()
+    code, _, err = invoke(kahan, capsys)  # a complete run may be replaced
+    assert code == 0, err

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+
+import numpy as np
 
 from mechint.cli import model, parsing
 from mechint.diagnostics import check
@@ -34,6 +37,11 @@ def handle(args: argparse.Namespace) -> int:
     model.check_serves(integrator, system)
     x = model.one_state(args, system)
     rows = check(system, integrator, x, h)
+    # a failed step or a non-finite defect is no measurement: exit 1 after the report
+    code = 0 if all(np.all(np.isfinite(r.scaling.defect)) for r in rows) else 1
+    if code:
+        print("mechint check: some defects were not measured (a failed step or a non-finite "
+              "defect: see the verdicts)", file=sys.stderr)  # fmt: skip
     if args.json:
         doc = {
             "system": repr(system),
@@ -42,11 +50,11 @@ def handle(args: argparse.Namespace) -> int:
             "properties": [r.as_dict() for r in rows],
         }
         print(json.dumps(doc, indent=1))
-        return 0
+        return code
     print(f"{system!r} — {type(integrator).__name__}, h = {h:g} (exponent over h .. h/16)")
     width = max(len(r.name) for r in rows)
     print(f"{'property':<{width}}  {'defect at h':>11}  {'exponent':>8}  verdict")
     for r in rows:
         p = "" if r.exponent is None else f"{r.exponent:.2f}"
         print(f"{r.name:<{width}}  {r.defect:11.2e}  {p:>8}  {r.verdict}")
-    return 0
+    return code

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import fcntl
 import json
+import os
 import signal
 import sys
 import time
@@ -60,6 +63,12 @@ def add_parser(sub) -> None:
         action="store_true",
         help="continue the interrupted run in --out (.nc) with the same options",
     )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an unfinished run in --out (without it, an unfinished run is kept: "
+        "continue it with --resume)",
+    )
     p.set_defaults(handler=handle)
 
 
@@ -96,9 +105,10 @@ class _Checkpoints:
     """Writes the run so far to ``out`` (atomically) after a chunk, at most every
     ``every`` seconds, and on demand; ``prior`` is the part of a resumed run on file."""
 
-    def __init__(self, out: Path, steps: int, every: float, prior=None):
-        self.out, self.steps, self.every, self.prior = out, steps, every, prior
+    def __init__(self, out: Path, steps: int, every: float, prior=None, stop=None):
+        self.out, self.steps, self.every, self.prior, self.stop = out, steps, every, prior, stop
         self.latest = None
+        self.saved = None  # the trajectory last written
         self.last_write = time.monotonic()
 
     def whole(self, traj):
@@ -110,6 +120,8 @@ class _Checkpoints:
         self.latest = make
         if time.monotonic() - self.last_write >= self.every:
             self.write()
+        if self.stop is not None:
+            self.stop.check()  # a signal arrived: end here (the handler writes the chunk)
 
     def write(self, traj=None):
         if traj is None:
@@ -118,20 +130,81 @@ class _Checkpoints:
             traj = self.latest()
         traj = self.whole(traj)
         io.write_atomic(traj, self.out)
+        self.saved, self.latest = traj, None
         self.last_write = time.monotonic()
         return traj
 
 
-def _terminate(signum, frame):
-    raise KeyboardInterrupt
+class _Stop:
+    """SIGINT and SIGTERM handler: the first signal sets a flag that the run reads after
+    each chunk (a chunk is short), so the run ends with its checkpoint written; a second
+    signal exits at once (the file then holds the last checkpoint).  Raising from the
+    handler instead could land inside a JAX or garbage-collector callback, where Python
+    prints the exception and drops it."""
+
+    def __init__(self):
+        self.signum: int | None = None
+
+    def __call__(self, signum, frame):
+        if self.signum is not None:
+            os.write(2, b"mechint run: second signal: stopped at once; --out holds the last "
+                        b"checkpoint; continue with --resume\n")  # fmt: skip
+            os._exit(130)
+        self.signum = signum
+
+    def check(self) -> None:
+        if self.signum is not None:
+            raise KeyboardInterrupt
 
 
 def handle(args: argparse.Namespace) -> int:
     system, integrator, (x0, g0), h, steps, save_every, out, plot = prepare(args)
     every = parsing.nonnegative_float("--checkpoint-every", args.checkpoint_every)
     model.relabel("--dtype", _validate.real_dtype, args.dtype)
+    with _exclusive(out):
+        if not args.resume and not args.overwrite:
+            _keep_unfinished(out)
+        return _run(args, system, integrator, x0, g0, h, steps, save_every, out, plot, every)
+
+
+@contextlib.contextmanager
+def _exclusive(out: Path):
+    """Hold an exclusive lock on ``out`` (a lock file beside it, released by the kernel
+    however this process ends): a second run on the same --out is refused in one line."""
+    lock = out.with_name(f".{out.name}.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise InputError("--out", f"{str(out)!r} is being written by another mechint "
+                             f"run (pid {holder})", "wait for it to end, or choose another "
+                             "--out") from None  # fmt: skip
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        try:
+            yield
+        finally:
+            lock.unlink(missing_ok=True)  # while still held: a waiter finds no stale lock
+    finally:
+        os.close(fd)
+
+
+def _keep_unfinished(out: Path) -> None:
+    """InputError if ``out`` holds an unfinished mechint run (it would be discarded)."""
+    attrs = io.saved_attrs(out)
+    if attrs is not None and int(attrs.get("complete", 1)) == 0:
+        raise InputError("--out", f"{str(out)!r} holds an unfinished run ({attrs.get('steps')} "
+                         f"of {attrs.get('steps_requested')} steps)", "continue it with "
+                         "--resume, or replace it with --overwrite")  # fmt: skip
+
+
+def _run(args, system, integrator, x0, g0, h, steps, save_every, out, plot, every) -> int:
     prior = (
-        _resume(args, system, integrator, x0, h, steps, save_every, out) if args.resume else None
+        _resume(args, system, integrator, x0, g0, h, steps, save_every, out)
+        if args.resume
+        else None
     )
     start, todo, t0 = x0, steps, 0.0
     if prior is not None:
@@ -144,28 +217,31 @@ def handle(args: argparse.Namespace) -> int:
         if todo == 0:
             print(f"{out} is already complete ({steps} steps)")
             return 0
-    checkpoints = _Checkpoints(out, steps, every, prior)
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    stop = _Stop()
+    checkpoints = _Checkpoints(out, steps, every, prior, stop)
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         traj = simulate(
             system, integrator, start, h, todo, save_every, t0=t0,
             progress=not args.quiet, orientation=g0, on_chunk=checkpoints,
             chunk_steps=_CHECKPOINT_CHUNK, dtype=args.dtype,
         )  # fmt: skip
+        traj = checkpoints.write(traj)
+        stop.check()  # a signal during the last chunk: the run is complete, and says so
     except StepFailure as exc:
         if exc.trajectory is not None and len(exc.trajectory.t):
             checkpoints.write(exc.trajectory)
             exc.args = (f"{exc.args[0]}; written to {out}",)
         raise
     except KeyboardInterrupt:
-        saved = checkpoints.write()
+        saved = checkpoints.write() or checkpoints.saved
         done = saved.steps if saved is not None else 0
-        print(f"interrupted: {out} holds {done} of {steps} steps; continue with --resume",
-              file=sys.stderr)  # fmt: skip
+        print(f"interrupted: {out} holds {done} of {steps} steps"
+              + ("" if done >= steps else "; continue with --resume"), file=sys.stderr)  # fmt: skip
         raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
-    traj = checkpoints.write(traj)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if plot is not None:
         from mechint.plot import trajectory_figure
 
@@ -175,42 +251,62 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _resume(args, system, integrator, x0, h, steps, save_every, out):
-    """The run on file at ``out`` if it is this run's beginning, else InputError."""
+def _resume(args, system, integrator, x0, g0, h, steps, save_every, out):
+    """The run on file at ``out`` if it is this run's beginning, untouched since it was
+    written, else InputError (the file is left as it is)."""
     if out.suffix.lower() != ".nc" or not out.is_file():
         raise InputError("--resume", f"needs an existing NetCDF (.nc) file at --out, {str(out)!r}")
     try:
-        prior, attrs = read_checkpoint(out, system, integrator)
+        prior, attrs, found = read_checkpoint(out, system, integrator)
     except (OSError, KeyError, ValueError) as exc:
         raise InputError(
             "--resume", f"cannot read a mechint run from {str(out)!r}: {exc}"
         ) from None
+    name = repr(str(out))
+    if "checksum" not in attrs:
+        raise InputError("--resume", f"{name} has no checksum (written before mechint 0.1.0 "
+                         "recorded one), so its data cannot be trusted to continue",
+                         "run it again without --resume (--overwrite)")  # fmt: skip
+    if attrs["checksum"] != found:
+        raise InputError("--resume", f"{name} was changed after it was written (its data or "
+                         "record disagree with its checksum)", "run it again without --resume "
+                         "(--overwrite)")  # fmt: skip
+    # the whole run record: system, parameters, the integrator and every setting, h,
+    # save_every, steps, dtype (the initial state and attitude are compared below)
     want = {
         "system": type(system).__name__,
         "system_parameters": json.dumps(system.parameters()),
         "integrator": type(integrator).__name__,
+        "integrator_settings": io.integrator_settings(integrator),
         "h": float(h),
         "save_every": int(save_every),
         "steps_requested": int(steps),
+        "dtype": args.dtype,
     }
     for key, value in want.items():
         if attrs.get(key) != value:
             raise InputError(
                 "--resume",
-                f"{str(out)!r} was written by another run ({key} = {attrs.get(key)!r}, "
+                f"{name} was written by another run ({key} = {attrs.get(key)!r}, "
                 f"this run: {value!r})",
                 "give the same options as the interrupted run",
             )
+    axis = 1 if prior.batched else 0
+    n = jax.tree.leaves(prior.x)[0].shape[axis]
+    if prior.steps % save_every or n != prior.steps // save_every + 1:
+        raise InputError("--resume", f"{name} holds {n} samples, which is not "
+                         f"{prior.steps} steps saved every {save_every}")  # fmt: skip
     first = _first(prior)
-    if str(first[0].dtype) != args.dtype:
-        raise InputError(
-            "--resume", f"{str(out)!r} holds {first[0].dtype} states, this run asks {args.dtype}"
-        )
     same = (
         np.array_equal(a, np.asarray(b, a.dtype)) for a, b in zip(first, _leaves(x0), strict=True)
     )
     if not all(same):
-        raise InputError("--resume", f"{str(out)!r} starts from another initial state")
+        raise InputError("--resume", f"{name} starts from another initial state")
+    if (g0 is None) != (prior.orientation is None) or (
+        g0 is not None
+        and not np.array_equal(np.take(prior.orientation, 0, axis=axis), np.asarray(g0))
+    ):
+        raise InputError("--resume", f"{name} starts from another attitude (--orientation)")
     return prior
 
 

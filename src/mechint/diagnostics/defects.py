@@ -98,15 +98,25 @@ class DefectScaling:
     failed: tuple[tuple[float, str], ...] = ()
 
     @property
+    def non_finite(self) -> np.ndarray:
+        """The step sizes whose step succeeded but whose defect is NaN or infinite (the
+        state overflowed in the defect's arithmetic): never read as round-off."""
+        failed = {h for h, _ in self.failed}
+        bad = ~np.isfinite(self.defect)
+        return np.array([h for h, b in zip(self.h, bad, strict=True) if b and h not in failed])
+
+    @property
     def exact(self) -> bool:
-        """Every value at the round-off floor (and no step failed)."""
-        return not self.failed and not np.any(self.used)
+        """Every value finite and at the round-off floor (and no step failed)."""
+        return not self.failed and bool(np.all(np.isfinite(self.defect))) and not np.any(self.used)
 
     @property
     def verdict(self) -> str:
         if self.failed:
             hs = ", ".join(f"{h:g}" for h, _ in self.failed)
             return f"failed ({self.failed[0][1]}) at h = {hs}"
+        if len(self.non_finite):
+            return "non-finite defect at h = " + ", ".join(f"{h:g}" for h in self.non_finite)
         if self.exact:
             return "exact (round-off)"
         if self.exponent is None:

@@ -34,14 +34,21 @@ class PropertyCheck:
     scaling: defects.DefectScaling
 
     def as_dict(self) -> dict:
+        """Plain values for JSON: a defect that is not a number (a failed step, an
+        overflow) is null, never the non-JSON NaN."""
         return {
             "property": self.name,
-            "defect": self.defect,
+            "defect": _number(self.defect),
             "exponent": self.exponent,
             "verdict": self.verdict,
             "h": self.scaling.h.tolist(),
-            "defects": self.scaling.defect.tolist(),
+            "defects": [_number(v) for v in self.scaling.defect],
         }
+
+
+def _number(value) -> float | None:
+    value = float(value)
+    return value if np.isfinite(value) else None
 
 
 def check(
