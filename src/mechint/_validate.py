@@ -155,7 +155,7 @@ def save_every(steps: int, value) -> int:
             "save_every", f"{every} is larger than steps = {steps}", f"use a value <= {steps}"
         )
     if steps % every:
-        near = min(divisors(steps), key=lambda d: (abs(d - every), d))
+        near = divisor_near(steps, every)
         raise InputError(
             "save_every",
             f"{every} does not divide steps = {steps}, so the final state would not be saved",
@@ -171,9 +171,24 @@ def real_dtype(value, name: str = "dtype") -> str:
     return str(value)
 
 
-def divisors(n: int) -> list[int]:
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return small + [n // d for d in small]
+# Candidates tried on each side of the target: a suggestion costs milliseconds even for
+# n = 10^21 (listing every divisor would take hours).
+_DIVISOR_SEARCH = 100_000
+
+
+def divisor_near(n: int, target: int, *, at_most: bool = False, at_least: bool = False) -> int:
+    """A divisor of n near ``target`` (the nearest, the smaller on a tie; with
+    ``at_most``/``at_least`` the nearest on that side), from a bounded search: when none
+    lies within ``_DIVISOR_SEARCH`` of the target, gcd(n, target) (at most) or n (at least),
+    which always divide n."""
+    target = min(max(1, int(target)), n)
+    for k in range(_DIVISOR_SEARCH):
+        below, above = target - k, target + k
+        if not at_least and below >= 1 and n % below == 0:
+            return below
+        if not at_most and above <= n and n % above == 0:
+            return above
+    return n if at_least else math.gcd(n, target)
 
 
 def lookup(parameter: str, table: dict, name: str):

@@ -90,7 +90,7 @@ def _plan(n_saves: int, save_every: int, batch: int, chunk: int = _CHUNK_BODY_ST
     cap = max(1, chunk // (save_every * batch))
     if cap >= n_saves:
         return n_saves
-    best = max(d for d in _validate.divisors(n_saves) if d <= cap)
+    best = _validate.divisor_near(n_saves, cap, at_most=True)
     return best if 2 * best >= cap else cap
 
 

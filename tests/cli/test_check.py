@@ -76,3 +76,7 @@ def test_non_finite_defects_are_no_verdict_and_exit_1(capsys):
     assert verdicts["energy H"]["verdict"].startswith(("non-finite", "failed"))
     code, out, _ = _check(args, capsys)
     assert code == 1 and "exact" not in out
+    # steps so large that every one fails (issue 18.8): reported, no traceback
+    code, out, err = _check("--system euler-top --inertia 3,2,1 --integrator kahan --h 1e308",
+                            capsys)  # fmt: skip
+    assert code == 1 and "failed (" in out and "Traceback" not in err

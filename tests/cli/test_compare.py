@@ -61,6 +61,7 @@ def test_compare_without_exact_solution_uses_dop853(tmp_path, capsys):
         ("--system euler-top --inertia 3,2,1 --integrators kahan --T 1.005", "--T"),
         ("--system euler-top --inertia 3,2,1 --integrators stormer-verlet --T 1", "cannot advance"),
         ("--system pendulum --integrators rk4 --order 4 --T 1", "--order"),
+        ("--system euler-top --inertia 3,2,1 --integrators kahan --T 1e308", "more than a run"),
     ],
 )
 def test_bad_input_is_one_line(args, needle, tmp_path, capsys):

@@ -93,6 +93,10 @@ BAD = [
     (_replace("--save-every", "0"), "--save-every"),
     (_replace("--system", "spinning-top"), "euler-top"),
     (_replace("--integrator", "leapfrog"), "kahan, midpoint, rk4, explicit-euler"),
+    # issue 18.3: refused up front, never started (the divisor suggested in milliseconds)
+    (_replace("--steps", "1000000000000"), "saved samples need about"),
+    ([*_replace("--steps", str(10**21)), "--save-every", "7"], "such as 8"),
+    ([*BASE, "--dtype", "float16"], "--dtype"),
 ]
 
 
@@ -279,3 +283,20 @@ def test_canonical_input_errors_are_one_line(args, needle, tmp_path, capsys):
     assert code == 2
     assert stderr.count("\n") == 1 and needle in stderr, stderr
     assert not out.exists()
+
+
+def test_an_estimate_that_does_not_fit_names_a_save_interval_that_does(capsys, tmp_path):
+    """Issue 18.3: 10^9 saved samples of the Euler top (144 GB estimated) are refused
+    before any work, with a --save-every whose run fits; that one is accepted."""
+    from mechint import resources
+
+    argv = [*_replace("--steps", "1000000000"), "--out", str(tmp_path / "a.nc")]
+    code, _, err = _run([*argv, "--save-every", "1"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "of memory" in err, err
+    suggested = int(err.split("--save-every ")[-1].split()[0])
+    assert 10**9 % suggested == 0
+    top = mi.systems.EulerTop((2.0, 1.0, 0.6667))
+    estimate = resources.footprint(top, np.array([0.45, 0.0, 0.89]), 10**9, suggested)
+    assert estimate.memory_bytes <= resources.available_memory()
+    full = resources.footprint(top, np.array([0.45, 0.0, 0.89]), 10**9, 1)
+    assert full.file_bytes == (10**9 + 1) * 48  # m (3), H, C and t: 8 bytes each

@@ -32,6 +32,10 @@ def add_parser(sub) -> None:
     p.set_defaults(handler=handle)
 
 
+# steps counted exactly in float64 (and far more than any run finishes)
+_MAX_STEPS = 2**53
+
+
 def handle(args: argparse.Namespace) -> int:
     from mechint.plot import FIGURE_FORMATS, invariant_error_figure  # matplotlib on demand
 
@@ -43,6 +47,9 @@ def handle(args: argparse.Namespace) -> int:
     x0 = model.one_state(args, system)
     h = parsing.positive_float("--h", args.h)
     T = parsing.positive_float("--T", args.T)
+    if not T / h <= _MAX_STEPS:
+        raise InputError("--T", f"T/h = {T / h:g} steps is more than a run can take "
+                         f"({_MAX_STEPS:.3g})", "choose a smaller --T or a larger --h")  # fmt: skip
     steps = round(T / h)
     if abs(steps * h - T) > 1e-9 * T:
         raise InputError("--T", f"T/h = {T / h:g} is not a whole number", "adjust --T or --h")

@@ -16,7 +16,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from mechint import _validate, integrators, io
+from mechint import _validate, integrators, io, resources
 from mechint.cli import model, parsing
 from mechint.diagnostics import invariant_errors
 from mechint.errors import InputError, StepFailure
@@ -93,6 +93,11 @@ def prepare(args: argparse.Namespace):
         g0 = model.relabel("--orientation", Oriented.initial, system, g0, batched, batch)
     out = io.check_writable(args.out, "--out")
     plot = io.check_writable(args.plot, "--plot", FIGURE_FORMATS) if args.plot else None
+    dtype = model.relabel("--dtype", _validate.real_dtype, args.dtype)
+    estimate = resources.footprint(system, x0, steps, save_every, dtype=dtype,
+                                   orientation=g0 is not None,
+                                   csv=out.suffix.lower() == ".csv")  # fmt: skip
+    resources.require_fits(estimate, steps, save_every, out)
     return system, integrator, (x0, g0), h, steps, save_every, out, plot
 
 
@@ -160,7 +165,6 @@ class _Stop:
 def handle(args: argparse.Namespace) -> int:
     system, integrator, (x0, g0), h, steps, save_every, out, plot = prepare(args)
     every = parsing.nonnegative_float("--checkpoint-every", args.checkpoint_every)
-    model.relabel("--dtype", _validate.real_dtype, args.dtype)
     with _exclusive(out):
         if not args.resume and not args.overwrite:
             _keep_unfinished(out)

@@ -76,7 +76,7 @@ def compare(system, integrators, x0, h: float, T: float, *, samples: int = 200) 
     steps = round(T / h)
     if steps < 1 or abs(steps * h - T) > 1e-9 * abs(T):
         raise InputError("T", f"T/h = {T / h:g} must be a whole number", "adjust T or h")
-    every = max(d for d in _validate.divisors(steps) if d <= max(1, steps // samples))
+    every = _validate.divisor_near(steps, max(1, steps // samples), at_most=True)
     ref, kind = reference_state(system, x0, T)
     ref = flatten_state(system, ref)
     trajs, errors, maxes, walls = [], [], [], []
