@@ -234,3 +234,28 @@ def test_killed_sweep_keeps_finished_tasks_and_resumes_bit_for_bit(tmp_path, cap
     other.write_text(toml.read_text().replace("seed = 1", "seed = 2"))
     code, _, err = invoke(["sweep", str(other), "--out", str(out), "--resume"], capsys)
     assert code == 2 and "another experiment" in err
+
+
+@pytest.mark.parametrize("listener", ["closed port", "not dask"])
+def test_an_unreachable_scheduler_is_one_line_within_the_timeout(listener, monkeypatch):
+    """Issue 18.7: a closed port, or a listener that never speaks Dask's protocol, is an
+    InputError naming the scheduler after the connect timeout (10 s; 1 s here), never a
+    traceback or a hang."""
+    import socket
+
+    monkeypatch.setattr(sweeps, "_CONNECT_TIMEOUT", 1)
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    if listener == "closed port":
+        server.close()
+    else:
+        server.listen()  # accepts connections, answers nothing
+    try:
+        start = time.monotonic()
+        with pytest.raises(mi.errors.InputError, match="no Dask scheduler answered") as info:
+            sweeps.sweep(EXPERIMENT, scheduler=f"tcp://127.0.0.1:{port}")
+        assert time.monotonic() - start < 8, time.monotonic() - start
+        assert info.value.parameter == "scheduler"
+    finally:
+        server.close()

@@ -36,6 +36,7 @@ whose step fails keeps its samples up to the failure (NaN after) with its
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 import json
@@ -305,8 +306,32 @@ def _on_dask(work, scheduler, cluster, collect):
         with local, Client(local) as client:
             _gather(client, work, collect)
         return
-    with Client(scheduler) as client:
+    try:
+        # Dask's own connect timeout does not cover a listener that accepts and never
+        # answers (measured: hung past 100 s): the handshake is bounded here first
+        asyncio.run(_probe(scheduler))
+        client = Client(scheduler, timeout=_CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as exc:  # a closed port, or a listener that is not Dask
+        raise InputError(
+            "scheduler",
+            f"no Dask scheduler answered at {scheduler} within {_CONNECT_TIMEOUT} s "
+            f"({type(exc).__name__})",
+            "start one (dask scheduler) or check the address",
+        ) from None
+    with client:
         _gather(client, work, collect)
+
+
+# seconds to wait for a scheduler to answer
+_CONNECT_TIMEOUT = 10
+
+
+async def _probe(scheduler: str) -> None:
+    """Connect to ``scheduler`` and complete Dask's handshake within the timeout."""
+    from distributed.comm.core import connect
+
+    comm = await asyncio.wait_for(connect(scheduler, timeout=_CONNECT_TIMEOUT), _CONNECT_TIMEOUT)
+    await comm.close()
 
 
 def _gather(client, work, collect) -> None:
