@@ -36,23 +36,32 @@ def integrator_settings(integrator) -> str:
     return json.dumps(settings, sort_keys=True)
 
 
+def run_record(system, integrator, h, save_every, steps_requested, dtype) -> dict:
+    """What defines a run (the attributes a resumed run must match): the system and its
+    parameters, the integrator and every setting, h, save_every, steps and dtype."""
+    return {
+        "system": type(system).__name__,
+        "system_parameters": json.dumps(system.parameters()),
+        "integrator": type(integrator).__name__,
+        "integrator_settings": integrator_settings(integrator),
+        "h": float(h),
+        "save_every": int(save_every),
+        "steps_requested": int(steps_requested),
+        "dtype": str(dtype),
+    }
+
+
 def metadata(traj) -> dict:
     """Attributes recorded with every saved trajectory: the run's record and a checksum
     of the record and the saved data (``checksum``)."""
-    integ = traj.integrator
+    requested = int(traj.stats.get("steps_requested", traj.steps))
     record = {
-        "system": type(traj.system).__name__,
-        "system_parameters": json.dumps(traj.system.parameters()),
-        "integrator": type(integ).__name__,
-        "integrator_settings": integrator_settings(integ),
+        **run_record(traj.system, traj.integrator, traj.h, traj.save_every, requested,
+                     str(jax.tree.leaves(traj.x)[0].dtype)),
         "integrator_order": int(traj.integrator.traits.order),
-        "dtype": str(jax.tree.leaves(traj.x)[0].dtype),
-        "h": float(traj.h),
         "steps": int(traj.steps),
-        "steps_requested": int(traj.stats.get("steps_requested", traj.steps)),
-        "complete": int(traj.steps >= traj.stats.get("steps_requested", traj.steps)),
-        "save_every": int(traj.save_every),
-    }
+        "complete": int(traj.steps >= requested),
+    }  # fmt: skip
     return {
         **record,
         "checksum": checksum(record, traj.t, [(n, a) for n, _, a in _leaves(traj)]),

@@ -108,9 +108,9 @@ def read_checkpoint(path, system, integrator) -> tuple[Trajectory, dict, str]:
     arrays = [(name, np.asarray(ds[name].values)) for name, _dims in system.state_fields]
     if "g" in ds:
         arrays.append(("g", np.asarray(ds["g"].values)))
-    leaves = [a for name, a in arrays if name != "g"]
+    leaves = [a for _, a in arrays[: len(system.state_fields)]]
     x = leaves[0] if len(leaves) == 1 else tuple(leaves)
-    g = np.asarray(ds["g"].values) if "g" in ds else None
+    g = arrays[-1][1] if "g" in ds else None
     attrs = {k: v.item() if isinstance(v, np.generic) else v for k, v in ds.attrs.items()}
     t = np.asarray(ds["time"].values)
     traj = Trajectory(

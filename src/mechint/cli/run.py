@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import dataclasses
 import fcntl
-import json
 import os
 import signal
 import sys
@@ -277,16 +276,7 @@ def _resume(args, system, integrator, x0, g0, h, steps, save_every, out):
                          "(--overwrite)")  # fmt: skip
     # the whole run record: system, parameters, the integrator and every setting, h,
     # save_every, steps, dtype (the initial state and attitude are compared below)
-    want = {
-        "system": type(system).__name__,
-        "system_parameters": json.dumps(system.parameters()),
-        "integrator": type(integrator).__name__,
-        "integrator_settings": io.integrator_settings(integrator),
-        "h": float(h),
-        "save_every": int(save_every),
-        "steps_requested": int(steps),
-        "dtype": args.dtype,
-    }
+    want = io.run_record(system, integrator, h, save_every, steps, args.dtype)
     for key, value in want.items():
         if attrs.get(key) != value:
             raise InputError(
