@@ -175,9 +175,12 @@ class Integrator(abc.ABC):
 
     def poisson_on(self, system) -> bool:
         """Whether this map is Poisson (symplectic, for a canonical system) on ``system``:
-        ``traits`` (symplectic for canonical systems, poisson otherwise), unless the map
-        knows more about this system (e.g. Kahan's map on Lotka-Volterra)."""
-        return self.traits.symplectic if system.canonical else self.traits.poisson
+        ``traits``: symplectic where Π is constant (𝕁; on any other constant S the
+        symplectic maps that serve it are Runge–Kutta maps or compositions of exact
+        flows, which commute with the linear change of coordinates making S canonical),
+        poisson otherwise; unless the map knows more about this system (e.g. Kahan's map
+        on Lotka-Volterra)."""
+        return self.traits.symplectic if system.constant_structure else self.traits.poisson
 
 
 def require_serves(integrator: Integrator, system, parameter: str = "integrator") -> None:

@@ -58,18 +58,24 @@ class _Run:
     oriented: bool = False
 
 
-# Chunks of few saves are compiled at one size, up to this many saves and numbers.
+# Chunks of few saves are compiled at one size, up to this many saves and numbers, and
+# chunks of up to 16 times that at a second size.
 _MIN_SAVES, _MIN_NUMBERS = 64, 1 << 16
 
 
 def capacity(n_saves: int, numbers: int = 1) -> int:
-    """The compiled size of a chunk of ``n_saves`` saves of ``numbers`` numbers each: the
-    next power of two, and at least 64 (or as many as keep the padded buffer within
-    2^16 numbers), so that short runs of one (system, integrator) share a program."""
+    """The compiled size of a chunk of ``n_saves`` saves of ``numbers`` numbers each: at
+    least 64 (or as many as keep the padded buffer within 2^16 numbers), else 16 times
+    that, else the next power of two: runs of one (system, integrator) of different
+    lengths share a few programs (the saves past ``n_saves`` cost a skipped iteration
+    each, at most 15/16 of a 2^20-number buffer)."""
     floor = _MIN_SAVES
     while floor > 1 and floor * numbers > _MIN_NUMBERS:
         floor //= 2
-    return max(floor, 1 << max(0, n_saves - 1).bit_length())
+    size = 1 << max(0, n_saves - 1).bit_length()
+    if size <= floor:
+        return floor
+    return 16 * floor if size <= 16 * floor else size
 
 
 @partial(jax.jit, static_argnames=("integrator", "capacity", "batched"))

@@ -1,13 +1,18 @@
-r"""Energy integrators in Marsden's sense (H∘Φ_h = H) for canonical systems:
-the average vector field and discrete gradients.
+r"""Energy integrators in Marsden's sense (H∘Φ_h = H): the average vector field and
+discrete gradients, for every ``PoissonSystem``: canonical systems, a constant skew
+structure S (``PoissonHamiltonian``), the Lie–Poisson spaces (the built-in tops and
+bodies, ``LiePoissonHamiltonian`` for any H) and Lotka–Volterra.
 
-Both are maps x' = x + h S ∇̄H(x, x') with S = 𝕁 (the canonical structure, a constant
-skew matrix) and a *discrete gradient* ∇̄H: H(x') − H(x) = ∇̄H(x, x')·(x' − x), so that
-H(x') − H(x) = h ∇̄Hᵀ S ∇̄H = 0.  Solved by Newton with the exact Jacobian
-(``mechint.solvers.Newton``) from the explicit Euler guess; a step that does not
-converge fails (``Reason.NOT_CONVERGED``).  None of them is symplectic (Ge–Marsden:
-for a non-integrable H no map keeps both), except where H is quadratic: there the AVF
-and Gonzalez maps are the implicit midpoint rule.
+Both are maps x' = x + h S ∇̄H(x, x') with S skew (𝕁, the constant S, or the Poisson
+tensor at the midpoint) and a *discrete gradient* ∇̄H: H(x') − H(x) = ∇̄H(x, x')·(x' − x),
+so that H(x') − H(x) = h ∇̄Hᵀ S ∇̄H = 0.  With Π at the midpoint every quadratic Casimir
+C is kept too: C(x') − C(x) = ∇C(m)·(x' − x) = h ∇C(m)ᵀ Π(m) ∇̄H = 0, as Π(m)∇C(m) = 0;
+a linear Casimir (of a degenerate constant S) is kept by the same identity.  Solved by
+Newton with the exact Jacobian (``mechint.solvers.Newton``) from the explicit Euler
+guess; a step that does not converge fails (``Reason.NOT_CONVERGED``).  None of them is
+symplectic or Poisson (Ge–Marsden: for a non-integrable H no map keeps both), except
+where H is quadratic and the structure constant: there the AVF and Gonzalez maps are
+the implicit midpoint rule (which on a Lie–Poisson space is not Poisson either).
 
 - ``AverageVectorField()`` (Quispel–McLaren 2008): ∇̄H = ∫₀¹ ∇H((1−ξ)x + ξx') dξ, by
   n-point Gauss–Legendre quadrature.  Rule: when the system declares H a polynomial of
@@ -21,10 +26,9 @@ and Gonzalez maps are the implicit midpoint rule.
   keeps the angular momentum too (``momentum_maps``: Kepler's L): Marsden's
   energy-momentum integrator.
 - ``DiscreteGradient("itoh-abe")`` (Itoh–Abe 1988): the coordinate-increment gradient
-  ∇̄H_i = [H(y_i) − H(y_{i−1})]/Δ_i, y_i = (x'_1..x'_i, x_{i+1}..x_n); where |Δ_i| is
-  below ε^(1/3) of the coordinate's size the quotient (which would lose its digits) is
-  replaced by ∂_iH at the midpoint of y_{i−1} and y_i, wrong by O(Δ_i²) there, so H
-  still moves only at round-off.  Order 1, not symmetric.
+  ∇̄H_i = [H(y_i) − H(y_{i−1})]/Δ_i, y_i = (x'_1..x'_i, x_{i+1}..x_n), computed as
+  ∫₀¹ ∂_iH(y_{i−1} + ξΔ_i e_i) dξ by the same quadrature rule (no quotient of
+  differences, which would lose its digits as Δ_i → 0).  Order 1, not symmetric.
 """
 
 from __future__ import annotations
@@ -41,8 +45,7 @@ from mechint.errors import InputError
 from mechint.maps import Integrator, Reason, Setting, StepStatus, Traits, kept, serves_only, status
 from mechint.solvers import Newton
 from mechint.systems.base import PoissonSystem
-from mechint.systems.canonical import Canonical, ReducedEnergy
-from mechint.systems.lie_poisson import LiePoissonHamiltonian
+from mechint.systems.canonical import ReducedEnergy
 
 # Gauss–Legendre nodes for H of unknown degree, and the check's
 _NODES, _CHECK_NODES = 8, 16
@@ -99,14 +102,23 @@ def _gonzalez(system, z0, z1, n):
 
 
 def _itoh_abe(system, z0, z1, n):
-    """∇̄H_i = ∫₀¹ ∂_iH(y_{i−1} + ξΔ_i e_i) dξ = [H(y_i) − H(y_{i−1})]/Δ_i."""
-    _, grad = _flat_energy(system)
-    out, y = [], z0
-    for i in range(z0.shape[-1]):
-        y_next = y.at[i].set(z1[i])
-        out.append(_mean(grad, y, y_next, n)[i])
-        y = y_next
-    return jnp.stack(out)
+    """∇̄H_i = ∫₀¹ ∂_iH(y_{i−1} + ξΔ_i e_i) dξ = [H(y_i) − H(y_{i−1})]/Δ_i, every
+    coordinate's nodes at once: ∂_iH by forward mode along e_i (one evaluation of H
+    each), the other coordinates of y_{i−1} exactly those of z0 or z1."""
+    H, _ = _flat_energy(system)
+    d = z0.shape[-1]
+    eye = jnp.eye(d, dtype=z0.dtype)
+    before = jnp.tril(jnp.ones((d, d), dtype=bool), k=-1)  # row i: the coordinates j < i
+    starts = jnp.where(before, z1[None, :], z0[None, :])  # y_{i−1}
+    xi, w = _gauss_legendre(n, z0.dtype)
+    steps = (z1 - z0)[:, None, None] * eye[:, None, :]  # Δ_i e_i
+    points = starts[:, None, :] + xi[None, :, None] * steps  # (d, n, d)
+    directions = jnp.broadcast_to(eye[:, None, :], points.shape)
+
+    def partial(y, e):
+        return jax.jvp(H, (y,), (e,))[1]
+
+    return jax.vmap(jax.vmap(partial))(points, directions) @ w
 
 
 def _integrand_degree(system, dgrad) -> int | None:
@@ -158,18 +170,18 @@ class AverageVectorField(Integrator):
     traits = Traits(order=2, symmetric=True, explicit=False, energy=True)  # type: ignore[assignment]
 
     def cannot_serve(self, system) -> str | None:
-        return serves_only(system, (Canonical, LiePoissonHamiltonian))
+        return serves_only(system, (PoissonSystem,))
 
     def step(self, system: PoissonSystem, x, h) -> tuple[object, StepStatus]:
         return _discrete_gradient_step(self.solver, system, x, h, _average)
 
     def poisson_on(self, system) -> bool:
         """On a quadratic H with a constant structure the map is the midpoint rule:
-        symplectic (on a Lie–Poisson space the midpoint rule is not Poisson)."""
-        return system.canonical and system.energy_degree == 2
+        Poisson (on a Lie–Poisson space the midpoint rule is not Poisson)."""
+        return system.constant_structure and system.energy_degree == 2
 
     def preserved(self, system, x, h) -> dict:
-        return kept(system, ("H", *_quadratic_casimirs(system, x)), x)
+        return kept(system, (system.energy_name, *_quadratic_casimirs(system, x)), x)
 
 
 _VARIANTS = {"gonzalez": _gonzalez, "itoh-abe": _itoh_abe}
@@ -207,7 +219,7 @@ class DiscreteGradient(Integrator):
         return Traits(order=2 if gonzalez else 1, symmetric=gonzalez, explicit=False, energy=True)
 
     def cannot_serve(self, system) -> str | None:
-        return serves_only(system, (Canonical,))
+        return serves_only(system, (PoissonSystem,))
 
     def step(self, system: PoissonSystem, x, h) -> tuple[object, StepStatus]:
         return _discrete_gradient_step(self.solver, system, x, h, _VARIANTS[self.variant])
@@ -215,9 +227,11 @@ class DiscreteGradient(Integrator):
     def poisson_on(self, system) -> bool:
         """Gonzalez's gradient of a quadratic H is ∇H at the midpoint: the midpoint rule,
         symplectic.  Itoh–Abe's is not."""
-        return self.variant == "gonzalez" and system.canonical and system.energy_degree == 2
+        quadratic = system.constant_structure and system.energy_degree == 2
+        return self.variant == "gonzalez" and quadratic
 
     def preserved(self, system, x, h) -> dict:
         reduced = self.variant == "gonzalez" and isinstance(system, ReducedEnergy)
-        names = ("H", *_quadratic_casimirs(system, x), *(system.momentum_maps if reduced else ()))
+        momenta = system.momentum_maps if reduced else ()
+        names = (system.energy_name, *_quadratic_casimirs(system, x), *momenta)
         return kept(system, names, x)

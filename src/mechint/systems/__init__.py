@@ -28,6 +28,7 @@ from mechint.systems.canonical import (
 )
 from mechint.systems.canonical_models import HarmonicOscillator, HenonHeiles, Kepler, Pendulum
 from mechint.systems.clebsch import ClebschTop
+from mechint.systems.constant_poisson import PoissonHamiltonian
 from mechint.systems.euler_top import AxisRotation, EulerTop, FreeTop
 from mechint.systems.free_rigid_body import FreeRigidBody
 from mechint.systems.lie_poisson import LiePoissonHamiltonian
@@ -81,6 +82,7 @@ __all__ = [
     "NaturalSplit",
     "Parameter",
     "Pendulum",
+    "PoissonHamiltonian",
     "PoissonSystem",
     "QuadraticField",
     "QuadraticPotentialTop",

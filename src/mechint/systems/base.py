@@ -77,6 +77,9 @@ class System(abc.ABC):
     quadratic_invariants: ClassVar[tuple[str, ...]] = ()
     momentum_maps: ClassVar[tuple[str, ...]] = ()
     canonical: ClassVar[bool] = False  # True for ``Canonical`` systems (Π = 𝕁)
+    # True where Π is the same at every state (canonical systems, ``PoissonHamiltonian``):
+    # there symplectic Runge–Kutta maps are Poisson
+    constant_structure: ClassVar[bool] = False
 
     @property
     @abc.abstractmethod
@@ -118,9 +121,11 @@ class System(abc.ABC):
 class HamiltonianSystem(System):
     """A system with an energy H(x) that its flow keeps.  ``energy_degree``: H is a
     polynomial of this degree in the coordinates (None: not declared), the average
-    vector field's quadrature rule (exact for a declared degree)."""
+    vector field's quadrature rule (exact for a declared degree); ``energy_name``: H's
+    name among the ``invariants``."""
 
     energy_degree: ClassVar[int | None] = None
+    energy_name: ClassVar[str] = "H"  # the name of H among ``invariants``
 
     @abc.abstractmethod
     def hamiltonian(self, x) -> Any: ...

@@ -77,6 +77,7 @@ class Canonical(PoissonSystem):
     )
     dof: int
     canonical: ClassVar[bool] = True
+    constant_structure: ClassVar[bool] = True
 
     @abc.abstractmethod
     def energy(self, q, p) -> Float[Array, ""]: ...

@@ -38,6 +38,7 @@ class ClebschTop(rigid.Body):
     J: Float[Array, " n"]
 
     name: ClassVar[str] = "clebsch"
+    energy_degree: ClassVar[int | None] = 2  # ½⟨M, Ω⟩ − ½ Σ J_i p_i²
     state_options: ClassVar[tuple[StateOption, ...]] = (
         rigid.M0_OPTION,
         StateOption("p0", "initial vector p = g0ᵀa (n numbers)"),

@@ -178,6 +178,7 @@ class LotkaVolterra(PoissonSystem, QuadraticVectorField):
     )
     state_fields = (("x", ("species",)),)  # type: ignore[assignment]
     state_shape = (2,)  # type: ignore[assignment]
+    energy_name: ClassVar[str] = "V"
 
     def __init__(self, a=1.0, b=1.0, c=1.0, d=1.0):
         for k, v in zip("abcd", positive_vector("a, b, c, d", (a, b, c, d), 4), strict=True):

@@ -33,6 +33,7 @@ class QuadraticPotentialTop(rigid.Body):
     J: Float[Array, " n"]
 
     name: ClassVar[str] = "quadratic-potential-top"
+    energy_degree: ClassVar[int | None] = 2  # ½⟨M, Ω⟩ − ½ Σ J_i P_ii
     state_options: ClassVar[tuple[StateOption, ...]] = (
         rigid.M0_OPTION,
         StateOption("P0", "initial symmetric P = g0ᵀAg0 (n x n)"),

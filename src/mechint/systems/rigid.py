@@ -203,8 +203,9 @@ def named_lax_integrals(M, P, J, free: bool = False, suffix: str = "") -> dict:
 
 
 # -- Poisson tensors in coordinates (MATH.md §3) -----------------------------------------
-def _delta(a, b):
-    return (a == b).astype(np.float64)
+def _delta(a, b, like):
+    """Kronecker δ in the dtype of ``like`` (float32 states stay float32)."""
+    return (a == b).astype(like.dtype)
 
 
 def poisson_MM(M: Float[Array, "... n n"]) -> Float[Array, "... d d"]:
@@ -212,10 +213,10 @@ def poisson_MM(M: Float[Array, "... n n"]) -> Float[Array, "... d d"]:
     j, k = so_index(M.shape[-1])
     a, b, c, d = j[:, None], k[:, None], j[None, :], k[None, :]
     return -(
-        _delta(b, c) * M[..., a, d]
-        - _delta(b, d) * M[..., a, c]
-        - _delta(a, c) * M[..., b, d]
-        + _delta(a, d) * M[..., b, c]
+        _delta(b, c, M) * M[..., a, d]
+        - _delta(b, d, M) * M[..., a, c]
+        - _delta(a, c, M) * M[..., b, d]
+        + _delta(a, d, M) * M[..., b, c]
     )
 
 
@@ -226,10 +227,10 @@ def poisson_MP(P: Float[Array, "... n n"]) -> Float[Array, "... d e"]:
     r, s = sym_index(n)
     a, b, c, d = j[:, None], k[:, None], r[None, :], s[None, :]
     return (
-        _delta(a, c) * P[..., b, d]
-        - _delta(b, c) * P[..., a, d]
-        - _delta(b, d) * P[..., a, c]
-        + _delta(a, d) * P[..., b, c]
+        _delta(a, c, P) * P[..., b, d]
+        - _delta(b, c, P) * P[..., a, d]
+        - _delta(b, d, P) * P[..., a, c]
+        + _delta(a, d, P) * P[..., b, c]
     )
 
 
@@ -238,7 +239,7 @@ def poisson_Mp(p: Float[Array, "... n"]) -> Float[Array, "... d n"]:
     n = p.shape[-1]
     j, k = so_index(n)
     a, b, c = j[:, None], k[:, None], np.arange(n)[None, :]
-    return _delta(a, c) * p[..., b] - _delta(b, c) * p[..., a]
+    return _delta(a, c, p) * p[..., b] - _delta(b, c, p) * p[..., a]
 
 
 def semidirect_tensor(MM, MV):
