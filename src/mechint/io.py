@@ -153,7 +153,16 @@ def write_atomic(traj, path) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.part{path.suffix}")
     write(traj, tmp)
+    with open(tmp, "rb+") as fh:  # on disk before it takes the name, and whole
+        if tmp.suffix.lower() == ".nc" and fh.read(8) != _HDF5_SIGNATURE:
+            raise OSError(f"{tmp} was not written completely (no HDF5 signature); kept "
+                          f"{path} as it was")  # fmt: skip
+        os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+# the first bytes of an HDF5 (NetCDF-4) file whose superblock is at offset 0
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
 def write_netcdf(traj, path) -> None:
