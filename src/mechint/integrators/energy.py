@@ -225,8 +225,8 @@ class DiscreteGradient(Integrator):
         return _discrete_gradient_step(self.solver, system, x, h, _VARIANTS[self.variant])
 
     def poisson_on(self, system) -> bool:
-        """Gonzalez's gradient of a quadratic H is ∇H at the midpoint: the midpoint rule,
-        symplectic.  Itoh–Abe's is not."""
+        """Gonzalez's gradient of a quadratic H is ∇H at the midpoint: on a constant
+        structure the midpoint rule, Poisson.  Itoh–Abe's is not."""
         quadratic = system.constant_structure and system.energy_degree == 2
         return self.variant == "gonzalez" and quadratic
 

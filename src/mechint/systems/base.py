@@ -76,7 +76,6 @@ class System(abc.ABC):
     state_options: ClassVar[tuple[StateOption, ...]] = ()
     quadratic_invariants: ClassVar[tuple[str, ...]] = ()
     momentum_maps: ClassVar[tuple[str, ...]] = ()
-    canonical: ClassVar[bool] = False  # True for ``Canonical`` systems (Π = 𝕁)
     # True where Π is the same at every state (canonical systems, ``PoissonHamiltonian``):
     # there symplectic Runge–Kutta maps are Poisson
     constant_structure: ClassVar[bool] = False

@@ -76,7 +76,6 @@ class Canonical(PoissonSystem):
         StateOption("p0", "initial momenta p (canonical systems): comma-separated"),
     )
     dof: int
-    canonical: ClassVar[bool] = True
     constant_structure: ClassVar[bool] = True
 
     @abc.abstractmethod
