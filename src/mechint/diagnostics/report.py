@@ -5,7 +5,8 @@ its exponent p in defect ≈ C h^p over h, h/2, ..., h/16, and a verdict: "exact
 (round-off)", "O(h^p)", "unresolved" when fewer than 3 of the values rise above the
 round-off floor, or "failed (reason) at h = ..." when a step failed there (no defect is
 computed from a failed step).  Properties: symplectic (canonical systems) or Poisson
-(any other Poisson system), energy, each Casimir, each momentum map, reversibility, and
+(any other Poisson system), energy, each Casimir, each momentum map, each other first
+integral of the system (its Lax integrals, the Lagrange top's m3, ...), reversibility, and
 each quantity the integrator declares kept (its ``preserved``, e.g. Kahan's K_k).  Every
 step size is measured in one compiled, vmapped call (``onestep``).
 """
@@ -21,7 +22,7 @@ from mechint.diagnostics import defects, structure
 from mechint.diagnostics.onestep import failures, one_step
 from mechint.diagnostics.order import flatten_state
 from mechint.maps import Integrator
-from mechint.systems.base import PoissonSystem, System
+from mechint.systems.base import HamiltonianSystem, PoissonSystem, System
 from mechint.systems.canonical import Canonical
 
 
@@ -83,6 +84,14 @@ def check(
     for name in system.momentum_maps:
         items.append((f"momentum {name}", rel(out.before[name], out.after[name]),
                       "relative", failed))  # fmt: skip
+    casimirs = {key[len("casimir ") :] for key in out.before if key.startswith("casimir ")}
+    energy = system.energy_name if isinstance(system, HamiltonianSystem) else None
+    for name in out.before:  # the other first integrals (a Lax spectrum, m3, K, ...)
+        if " " in name or name in casimirs or name in system.momentum_maps or name == energy:
+            continue
+        if name != "energy":
+            items.append((f"integral {name}", rel(out.before[name], out.after[name]),
+                          "relative", failed))  # fmt: skip
     x0 = flatten_state(system, x)
     back = np.stack([flatten_state(system, jax.tree.map(lambda a, i=i: a[i], out.back))
                      for i in range(len(hs))])  # fmt: skip

@@ -14,7 +14,14 @@ from mechint.integrators.discrete_lagrangian import BodyRotationMap, DiscreteLag
 from mechint.integrators.energy import AverageVectorField, DiscreteGradient
 from mechint.integrators.exact_flow import ExactFlow
 from mechint.integrators.explicit_rk import RK4, ExplicitEuler, ExplicitRungeKutta
-from mechint.integrators.flows import AxisRotation, Drift, Kick, NumericalFlow
+from mechint.integrators.flows import (
+    AxisRotation,
+    Drift,
+    GravityKick,
+    Kick,
+    NumericalFlow,
+    SymmetricFreeFlow,
+)
 from mechint.integrators.gauss import Gauss
 from mechint.integrators.implicit_midpoint import ImplicitMidpoint
 from mechint.integrators.kahan import Kahan
@@ -52,6 +59,7 @@ __all__ = [
     "ExplicitEuler",
     "ExplicitRungeKutta",
     "Gauss",
+    "GravityKick",
     "ImplicitMidpoint",
     "Integrator",
     "Kahan",
@@ -65,6 +73,7 @@ __all__ = [
     "SplittingScheme",
     "StepStatus",
     "StormerVerlet",
+    "SymmetricFreeFlow",
     "SymplecticEuler",
     "Traits",
     "build",

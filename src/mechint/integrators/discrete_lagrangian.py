@@ -9,15 +9,30 @@ Q_k = I − (ε²/2)P_k, equations (5.5):
     ε M_{k+1} = J Q_k W_k − W_kᵀ Q_k J
     P_{k+1}   = W_kᵀ P_k W_k                    (Clebsch: p_{k+1} = W_kᵀ p_k, P = ppᵀ)
 
-and P = 0 is the Moser-Veselov map of the free body.  The first equation is solved by
-Newton on SO(n) with the exact Jacobian (``jax.jacfwd``) and Cayley updates
-W ← W cay(δ), from W = cay(εΩ_k).  The correspondence is multi-valued; the branch taken is
-the one continuous with W → I as ε → 0.  It is characterized by the factorization
-L_k(λ) = U_k(λ)U_kᵀ(−λ), U_k(λ) = Q_kW_k − ελJ, of Theorem 4: the zeros of det U_k(λ)
-(the eigenvalues of (εJ)⁻¹Q_kW_k, ≈ 1/(εJ_i) for small ε) are the n zeros of det L_k
-on the side sign(ε)·Re λ > 0, i.e. every eigenvalue of J⁻¹Q_kW_k has a positive real
-part.  A solve that lands elsewhere, or a step so large that zeros reach the imaginary
-axis, is a failed step (an error, never a wrong branch).
+and P = 0 is the Moser-Veselov map of the free body.  The heavy top (a linear potential,
+``systems.HeavyTop``; Bobenko–Suris 1999) takes the discrete Lagrangian
+Λ(W_k, γ_k) = −(1/ε) tr(W_k J) − (ε/2)(χ·γ_k + χ·W_kᵀγ_k), the potential by the
+trapezoidal rule.  Its discrete Euler–Poincaré equations (Theorem 2 of the paper) are
+the Moser-Veselov step between two half kicks, in the variables (m, γ) with M = hat(m)
+and J = ½ tr(I) − I:
+
+    m⁺ = m_k + (ε/2) γ_k × χ,   ε hat(m⁺) = W_k J − J W_kᵀ,
+    ε hat(m⁻) = J W_k − W_kᵀ J,  γ_{k+1} = W_kᵀ γ_k,   m_{k+1} = m⁻ + (ε/2) γ_{k+1} × χ,
+
+Poisson on e(3)*, symmetric, of order 2; it keeps both Casimirs |γ|², m·γ exactly (the
+kicks move m by γ × χ ⟂ γ, W_k rotates m and γ alike) and, for the Lagrange top, m3
+(the kicks keep it, and Moser-Veselov keeps |m|² and T, hence m3² when J1 = J2).  In
+floating point m_{k+1} and γ_{k+1} are W_kᵀ applied as one quaternion
+(``HeavyTop.body_advance``).
+
+The first equation is solved by Newton on SO(n) with the exact Jacobian (``jax.jacfwd``)
+and Cayley updates W ← W cay(δ), from W = cay(εΩ_k). The correspondence is multi-valued;
+the branch taken is the one continuous with W → I as ε → 0. It is characterized by the
+factorization L_k(λ) = U_k(λ)U_kᵀ(−λ), U_k(λ) = Q_kW_k − ελJ, of Theorem 4: the zeros of
+det U_k(λ) (the eigenvalues of (εJ)⁻¹Q_kW_k, ≈ 1/(εJ_i) for small ε) are the n zeros of
+det L_k on the side sign(ε)·Re λ > 0, i.e. every eigenvalue of J⁻¹Q_kW_k has a positive
+real part. A solve that lands elsewhere, or a step so large that zeros reach the
+imaginary axis, is a failed step (an error, never a wrong branch).
 
 The map is Poisson for the Lie-Poisson bracket, symmetric (stepping with −ε undoes a
 step), of order 2 with no time shift, and keeps exactly the spectrum of
@@ -32,7 +47,9 @@ import dataclasses
 from typing import Any, ClassVar
 
 import jax.numpy as jnp
+import numpy as np
 
+from mechint._validate import traced
 from mechint.lie import cayley, orthonormalize, so_dim, so_hat, so_vee
 from mechint.maps import Integrator, Reason, StepStatus, Traits, combine, serves_only, status
 from mechint.solvers import Newton
@@ -78,7 +95,15 @@ class DiscreteLagrangian(BodyRotationMap):
 
     def cannot_serve(self, system) -> str | None:
         why = serves_only(system, (rigid.Body,))
-        return None if why is None else why + " (FreeRigidBody, QuadraticPotentialTop, ClebschTop)"
+        if why is not None:
+            return why + " (FreeRigidBody, QuadraticPotentialTop, ClebschTop, the heavy tops)"
+        J = system.J
+        if not traced(J) and np.any(np.asarray(J) <= 0):
+            return (
+                f"its Moser-Veselov inertia J = ½ tr(I) − I = {tuple(np.asarray(J).tolist())} "
+                "is not positive (the moments must satisfy I_i < I_j + I_k)"
+            )
+        return None
 
     # -- the map -----------------------------------------------------------------------
     def solve_W(self, J, M, P, h):
@@ -108,13 +133,14 @@ class DiscreteLagrangian(BodyRotationMap):
 
     def step_with_rotation(self, system: rigid.Body, x, h):
         """One step; returns (x_{k+1}, W_k, StepStatus) (W_k = g_kᵀ g_{k+1})."""
+        x = system.body_kick(x, 0.5 * h)
         M, P = system.body_split(x)
         J = system.J
         W, st = self.solve_W(J, M, P, h)
         QW = W if P is None else W - 0.5 * h * h * (P @ W)
         JQW = J[:, None] * QW
         M_next = (JQW - JQW.T) / h
-        return system.body_advance(x, M_next, W), W, st
+        return system.body_kick(system.body_advance(x, M_next, W), 0.5 * h), W, st
 
     # -- what the map keeps ------------------------------------------------------------
     def modified_P(self, system: rigid.Body, x, h):
@@ -134,6 +160,9 @@ class DiscreteLagrangian(BodyRotationMap):
         """H(M, P̃) ('H~'), the spectral invariants of P̃ + λM + λ²J² ('L{k}_{d}~') and the
         Casimirs.  For the free body (P̃ = P = 0) these are the body's own integrals: the
         Moser-Veselov map keeps H, tr M^{2i} and Manakov's integrals exactly."""
+        split = system.split_invariants(x)
+        if split is not None:  # the heavy tops: the Casimirs (and the Lagrange top's m3)
+            return split
         M, P = system.body_split(x)
         if P is None:
             return system.invariants(x)

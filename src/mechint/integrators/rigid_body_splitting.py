@@ -1,11 +1,16 @@
-r"""The explicit splitting integrator for the free rigid body (MATH.md §4).
+r"""The explicit splitting integrator for the free rigid body and the heavy tops (MATH.md
+§4, §6).
 
-H = Σ m_i²/(2 I_i) splits into three pieces whose flows are exact rotations about the
-principal axes (``flows.AxisRotation``; McLachlan 1993, Reich 1993).  Order 2 is the
-Strang splitting R1(h/2) R2(h/2) R3(h) R2(h/2) R1(h/2); orders 4, 6, 8 compose it with
-Suzuki's 5-stage, Kahan-Li's 9-stage and Kahan-Li's 17-stage schemes.  Explicit, Poisson
-for hat(m), and the Casimir |m|² is kept exactly (each rotation keeps it); H is kept only
-to O(h^order).
+The Euler top's H = Σ m_i²/(2 I_i) splits into three pieces whose flows are exact
+rotations about the principal axes (``flows.AxisRotation``; McLachlan 1993, Reich 1993).
+The heavy top's H = T + χ·γ splits into the kick of χ·γ and the free body acting on m
+and γ alike (``HeavyTop.natural_split``: the principal rotations, or the exact free flow
+of a body with two equal moments), the explicit Lie–Poisson splitting.  Order 2 is the
+Strang splitting of the system's natural split (the Euler top's:
+R1(h/2) R2(h/2) R3(h) R2(h/2) R1(h/2)); orders 4, 6, 8 compose it with Suzuki's 5-stage,
+Kahan-Li's 9-stage and Kahan-Li's 17-stage schemes.  Explicit and Poisson, and every
+Casimir is kept exactly (each piece keeps it; on the Lagrange top m3 too); H is kept
+only to O(h^order).
 """
 
 from __future__ import annotations
@@ -17,12 +22,13 @@ from mechint._validate import whole_number
 from mechint.errors import InputError
 from mechint.integrators.composition import Composition
 from mechint.integrators.splitting import Splitting
-from mechint.maps import Integrator, Setting, StepStatus, Traits, kept, serves_only
-from mechint.systems.euler_top import AxisRotation, EulerTop
+from mechint.maps import Integrator, Setting, StepStatus, Traits, serves_only
+from mechint.systems.euler_top import EulerTop
+from mechint.systems.heavy_top import AbstractHeavyTop
 
 SCHEME_FOR_ORDER = {4: "suzuki4", 6: "kahan-li6", 8: "kahan-li8"}
 
-_STRANG = Splitting((AxisRotation(0), AxisRotation(1), AxisRotation(2)), "strang")
+_STRANG = Splitting()  # the system's natural split: exact flows
 
 
 _order = whole_number("order")
@@ -54,10 +60,10 @@ class RigidBodySplitting(Integrator):
         return Traits(order=self.order, symmetric=True, explicit=True, poisson=True)
 
     def cannot_serve(self, system) -> str | None:
-        return serves_only(system, (EulerTop,))
+        return serves_only(system, (EulerTop, AbstractHeavyTop))
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
         return self.method.step(system, x, h)
 
     def preserved(self, system, x, h) -> dict:
-        return kept(system, ("C",), x)
+        return _STRANG.preserved(system, x, h)

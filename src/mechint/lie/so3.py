@@ -25,3 +25,44 @@ def vee(A: Float[Array, "... 3 3"]) -> Float[Array, "... 3"]:
     """Inverse of ``hat`` on skew matrices: vee(hat(v)) = v."""
     A = jnp.asarray(A)
     return jnp.stack([A[..., 2, 1], A[..., 0, 2], A[..., 1, 0]], axis=-1)
+
+
+def quaternion(R: Float[Array, "... 3 3"]) -> Float[Array, "... 4"]:
+    """A quaternion q = (w, u) of the rotation R, not normalized (Shepperd's method: of
+    4w², 4u_i², the candidate 1 + tr R or 1 + 2R_ii − tr R that is largest is the stable
+    one, and scaling by it leaves no square root).  ``rotate`` accepts it as it is."""
+    R = jnp.asarray(R)
+    r = [[R[..., i, j] for j in range(3)] for i in range(3)]
+    tr = r[0][0] + r[1][1] + r[2][2]
+    a, b, c = r[2][1] - r[1][2], r[0][2] - r[2][0], r[1][0] - r[0][1]  # 4w u
+    d, e, f = r[0][1] + r[1][0], r[0][2] + r[2][0], r[1][2] + r[2][1]  # 4u_i u_j
+    candidates = jnp.stack(
+        [
+            jnp.stack([1.0 + tr, a, b, c], axis=-1),
+            jnp.stack([a, 1.0 + 2.0 * r[0][0] - tr, d, e], axis=-1),
+            jnp.stack([b, d, 1.0 + 2.0 * r[1][1] - tr, f], axis=-1),
+            jnp.stack([c, e, f, 1.0 + 2.0 * r[2][2] - tr], axis=-1),
+        ],
+        axis=-2,
+    )
+    pivots = jnp.stack([tr, r[0][0], r[1][1], r[2][2]], axis=-1)
+    best = jnp.argmax(pivots, axis=-1)
+    return jnp.take_along_axis(candidates, best[..., None, None], axis=-2)[..., 0, :]
+
+
+def rotate(q: Float[Array, "... 4"], v: Float[Array, "... 3"]) -> Float[Array, "... 3"]:
+    """R(q) v for a quaternion q = (w, u) of any non-zero size:
+    ((w² − |u|²) v + 2 (u·v) u + 2w u × v) / |q|², a rotation in exact arithmetic for
+    every q, whose rounding is that of this formula (no fixed bias from a rounded unit q:
+    repeated rotations keep |v| and v·v' to round-off that does not add up)."""
+    w, u = q[..., :1], q[..., 1:]
+    uu = jnp.sum(u * u, axis=-1, keepdims=True)
+    out = (w * w - uu) * v + 2.0 * jnp.sum(u * v, -1, keepdims=True) * u + 2.0 * w * jnp.cross(u, v)
+    return out / (w * w + uu)
+
+
+def compose(p: Float[Array, "... 4"], q: Float[Array, "... 4"]) -> Float[Array, "... 4"]:
+    """The Hamilton product p ⊗ q: R(p ⊗ q) = R(p) R(q) (q acts first)."""
+    w1, u1, w2, u2 = p[..., :1], p[..., 1:], q[..., :1], q[..., 1:]
+    w = w1 * w2 - jnp.sum(u1 * u2, axis=-1, keepdims=True)
+    return jnp.concatenate([w, w1 * u2 + w2 * u1 + jnp.cross(u1, u2)], axis=-1)

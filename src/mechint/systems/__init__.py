@@ -31,6 +31,14 @@ from mechint.systems.clebsch import ClebschTop
 from mechint.systems.constant_poisson import PoissonHamiltonian
 from mechint.systems.euler_top import AxisRotation, EulerTop, FreeTop
 from mechint.systems.free_rigid_body import FreeRigidBody
+from mechint.systems.heavy_top import (
+    AbstractHeavyTop,
+    GravityKick,
+    HeavyTop,
+    KovalevskayaTop,
+    LagrangeTop,
+    SymmetricFreeFlow,
+)
 from mechint.systems.lie_poisson import LiePoissonHamiltonian
 from mechint.systems.quadratic_field import LotkaVolterra, QuadraticField
 from mechint.systems.quadratic_potential import QuadraticPotentialTop
@@ -44,6 +52,9 @@ SYSTEMS: dict[str, type[System]] = {
         FreeRigidBody,
         QuadraticPotentialTop,
         ClebschTop,
+        HeavyTop,
+        LagrangeTop,
+        KovalevskayaTop,
         HarmonicOscillator,
         Pendulum,
         Kepler,
@@ -53,7 +64,7 @@ SYSTEMS: dict[str, type[System]] = {
 }
 
 # The exact flows of the systems' natural pieces (re-exported by mechint.integrators).
-FLOWS = (AxisRotation, Drift, Kick)
+FLOWS = (AxisRotation, Drift, GravityKick, Kick, SymmetricFreeFlow)
 
 
 def get(name: str) -> type[System]:
@@ -64,6 +75,7 @@ def get(name: str) -> type[System]:
 __all__ = [
     "FLOWS",
     "SYSTEMS",
+    "AbstractHeavyTop",
     "Body",
     "Canonical",
     "ClebschTop",
@@ -71,11 +83,15 @@ __all__ = [
     "ExactSolution",
     "FreeRigidBody",
     "FreeTop",
+    "GravityKick",
     "Hamiltonian",
     "HamiltonianSystem",
     "HarmonicOscillator",
+    "HeavyTop",
     "HenonHeiles",
     "Kepler",
+    "KovalevskayaTop",
+    "LagrangeTop",
     "LevelSetSampler",
     "LiePoissonHamiltonian",
     "LotkaVolterra",
@@ -91,6 +107,7 @@ __all__ = [
     "Separable",
     "SeparableHamiltonian",
     "StateOption",
+    "SymmetricFreeFlow",
     "System",
     "get",
 ]

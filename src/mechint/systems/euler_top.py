@@ -222,12 +222,24 @@ def kahan_step(
     return m_next, maps.status(ok, jnp.abs(det), maps.Reason.SINGULAR)
 
 
+def spin(v: Float[Array, "... 3"], i: int, theta) -> Float[Array, "... 3"]:
+    """v rotated about e_i by −θ: with (i, j, k) cyclic, v_j ← cos θ v_j + sin θ v_k,
+    v_k ← cos θ v_k − sin θ v_j; v_i is left untouched (exactly)."""
+    j, k = (i + 1) % 3, (i + 2) % 3
+    c, s = jnp.cos(theta), jnp.sin(theta)
+    out = [v[..., i], v[..., i], v[..., i]]
+    out[j], out[k] = c * v[..., j] + s * v[..., k], c * v[..., k] - s * v[..., j]
+    return jnp.stack(out, axis=-1)
+
+
 @final
 @dataclasses.dataclass(frozen=True)
 class AxisRotation(maps.Integrator):
     """Exact flow of H_i = m_i²/(2 I_i) for the Euler top (axis i = 0, 1, 2): with
     (i, j, k) cyclic and ω = m_i/I_i, ṁ_j = ω m_k, ṁ_k = −ω m_j, a rotation about e_i by
-    −ωt (McLachlan 1993, Reich 1993).  It keeps m_i and |m| (the Casimir) exactly."""
+    −ωt (McLachlan 1993, Reich 1993).  It keeps m_i and |m| (the Casimir) exactly.  On
+    the heavy top's (m, γ) the same rotation moves γ too (γ̇ = γ × ω), and it keeps both
+    Casimirs |γ|² and m·γ."""
 
     axis: int
 
@@ -239,18 +251,17 @@ class AxisRotation(maps.Integrator):
             raise InputError("axis", f"must be 0, 1 or 2, got {self.axis!r}")
 
     def cannot_serve(self, system) -> str | None:
-        return maps.serves_only(system, (EulerTop,))
+        from mechint.systems.heavy_top import AbstractHeavyTop
+
+        return maps.serves_only(system, (EulerTop, AbstractHeavyTop))
 
     def step(self, system, x, h):
         i = self.axis
-        j, k = (i + 1) % 3, (i + 2) % 3
-        theta = h * x[..., i] / system.inertia[i]
-        c, s = jnp.cos(theta), jnp.sin(theta)
-        mj, mk = x[..., j], x[..., k]
-        out = [x[..., i], x[..., i], x[..., i]]
-        out[j], out[k] = c * mj + s * mk, c * mk - s * mj
-        y = jnp.stack(out, axis=-1)
+        vectors = x if isinstance(x, tuple) else (x,)  # m, and the heavy top's γ
+        theta = h * vectors[0][..., i] / system.inertia[i]
+        y = tuple(spin(v, i, theta) for v in vectors)
+        y = y if isinstance(x, tuple) else y[0]
         return y, maps.ok_status(y)
 
     def preserved(self, system, x, h) -> dict:
-        return maps.kept(system, ("C",), x)
+        return dict(system.casimirs(x))

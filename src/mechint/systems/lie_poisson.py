@@ -39,6 +39,13 @@ def _cross(a, b):
     return jnp.cross(a, b)
 
 
+def e3_tensor(m: Float[Array, "... 3"], g: Float[Array, "... 3"]) -> Float[Array, "... 6 6"]:
+    """The Lie–Poisson tensor of e(3)* in z = (m, γ): [[hat(m), hat(γ)], [hat(γ), 0]]."""
+    top = jnp.concatenate([hat(m), hat(g)], axis=-1)
+    bottom = jnp.concatenate([hat(g), jnp.zeros_like(hat(g))], axis=-1)
+    return jnp.concatenate([top, bottom], axis=-2)
+
+
 @final
 @register_pytree(data=("params",), meta=("H", "algebra", "energy_degree"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
@@ -120,10 +127,7 @@ class LiePoissonHamiltonian(PoissonSystem):
     def poisson_tensor(self, x) -> Float[Array, "... d d"]:
         if self.algebra == "so3":
             return hat(x)
-        m, g = x
-        top = jnp.concatenate([hat(m), hat(g)], axis=-1)
-        bottom = jnp.concatenate([hat(g), jnp.zeros_like(hat(g))], axis=-1)
-        return jnp.concatenate([top, bottom], axis=-2)
+        return e3_tensor(*x)
 
     # -- metadata and validation ---------------------------------------------------------
     def parameters(self) -> dict:

@@ -80,6 +80,18 @@ class Body(PoissonSystem, LevelSetSampler):
     def body_advance(self, x, M_next, W) -> Any:
         """The next state from M_{k+1} and the body rotation W_k (P ↦ WᵀPW, p ↦ Wᵀp)."""
 
+    def body_kick(self, x, t) -> Any:
+        """The exact flow for time t of a potential that the discrete Lagrangian map
+        takes as half kicks on both sides of its Moser–Veselov step (the heavy top's
+        χ·γ); the identity for the bodies whose potential is inside the discrete
+        Lagrangian (Suris's)."""
+        return x
+
+    def split_invariants(self, x) -> dict | None:
+        """What the discrete Lagrangian map keeps on a body with ``body_kick`` (None:
+        the map's own integrals, ``DiscreteLagrangian.preserved``)."""
+        return None
+
     def sample_level_set(self, rng: np.random.Generator, count: int, spec: dict) -> Any:
         """Q·x·Qᵀ (and Qp) for Haar-random Q ∈ SO(n) around the one base state given in
         ``spec`` (one entry per state field): every Casimir is the same."""
