@@ -110,9 +110,13 @@ def test_midpoint_keeps_H_and_C_rk4_does_not(reference):
 
 
 def _pairs():
-    """Every registered integrator (default settings) × every registered system it serves."""
+    """Every registered integrator (default settings) × every registered system it serves
+    (the Kovalevskaya top is the Lagrange top's code, flows and maps with other numbers:
+    its integral K is tested in tests/systems/test_heavy_top.py)."""
     out = []
     for sname, scls in mi.systems.SYSTEMS.items():
+        if sname == "kovalevskaya-top":
+            continue
         system = scls(**({"inertia": (2.0, 1.0, 2.0 / 3.0)} if sname == "euler-top" else {}))
         for iname in mi.integrators.INTEGRATORS:
             integrator = mi.integrators.build(iname, system)
