@@ -76,7 +76,8 @@ def positive_vector(name: str, value, length: int | None, *, min_length: int = 1
     if length is not None and arr.shape != (length,):
         raise InputError(
             name,
-            f"expected {length} numbers, got {arr.size} {_fmt(arr)}",
+            f"expected {length} numbers, got "
+            + (f"{arr.size} {_fmt(arr)}" if arr.ndim == 1 else f"an array of shape {arr.shape}"),
             f"give {length} comma-separated positive values",
         )
     if length is None and (arr.ndim != 1 or arr.size < min_length):

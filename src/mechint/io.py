@@ -55,16 +55,28 @@ def metadata(traj) -> dict:
     """Attributes recorded with every saved trajectory: the run's record and a checksum
     of the record and the saved data (``checksum``)."""
     requested = int(traj.stats.get("steps_requested", traj.steps))
-    record = {
-        **run_record(traj.system, traj.integrator, traj.h, traj.save_every, requested,
-                     str(jax.tree.leaves(traj.x)[0].dtype)),
-        "integrator_order": int(traj.integrator.traits.order),
-        "steps": int(traj.steps),
-        "complete": int(traj.steps >= requested),
-    }  # fmt: skip
-    return {
+    dtype = str(jax.tree.leaves(traj.x)[0].dtype)
+    record = run_record(traj.system, traj.integrator, traj.h, traj.save_every, requested, dtype)
+    digest = Digest()
+    digest.update("time", traj.t)
+    for name, _dims, a in _leaves(traj):
+        digest.update(name, a, 1 if traj.batched else 0)
+    return file_attrs(record, traj.integrator, traj.steps, digest)
+
+
+def file_attrs(record: dict, integrator, steps: int, digest: Digest) -> dict:
+    """The attributes of a run's file: its ``record`` (``run_record``), the integrator's
+    order, the steps done, whether the run is complete, the checksum of record and data,
+    the version that wrote it and when."""
+    attrs = {
         **record,
-        "checksum": checksum(record, traj.t, [(n, a) for n, _, a in _leaves(traj)]),
+        "integrator_order": int(integrator.traits.order),
+        "steps": int(steps),
+        "complete": int(steps >= record["steps_requested"]),
+    }
+    return {
+        **attrs,
+        "checksum": digest.value(attrs),
         "mechint_version": __version__,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
@@ -74,20 +86,44 @@ def metadata(traj) -> dict:
 CHECKED = ("system", "system_parameters", "integrator", "integrator_settings",
            "integrator_order", "dtype", "h", "steps", "steps_requested", "complete",
            "save_every")  # fmt: skip
+# the checksum's scheme (a file of another scheme cannot be checked by this version)
+CHECKSUM_SCHEME = "sha256/2:"
 
 
-def checksum(attrs: dict, t, arrays) -> str:
-    """SHA-256 of the record attributes in ``CHECKED`` and of the saved times and arrays
-    ((name, array) pairs: names, dtypes, shapes and bytes): any change to a file's data
-    or record after it was written changes it."""
-    digest = hashlib.sha256()
-    record = {k: attrs.get(k) for k in CHECKED}
-    digest.update(json.dumps(record, sort_keys=True, default=str).encode())
-    for name, a in [("time", t), *arrays]:
-        a = np.ascontiguousarray(a)
-        digest.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
-        digest.update(a.tobytes())
-    return "sha256:" + digest.hexdigest()
+class Digest:
+    """The checksum of a run's file, fed slice by slice: SHA-256 of the record attributes
+    in ``CHECKED`` and, per saved array (the times, the state fields, the attitude), of
+    its name, dtype, the shape of one sample and its bytes in time order.  Fed whole or
+    in slices along time, it gives the same value, so a run written as it goes and a
+    trajectory written at once agree, and any change to the data or the record after it
+    was written changes it.  NaN counts as one value whatever its bits (a reader that
+    masks fill values gives back the canonical NaN)."""
+
+    def __init__(self):
+        self._arrays: dict[str, tuple[str, object]] = {}
+
+    def update(self, name: str, a, time_axis: int = 0) -> None:
+        a = np.moveaxis(np.asarray(a), time_axis, 0)
+        key = f"{name}|{a.dtype.str}|{a.shape[1:]}"
+        known, hasher = self._arrays.setdefault(name, (key, hashlib.sha256()))
+        if known != key:
+            raise ValueError(f"array {name!r} changed dtype or shape: {known} then {key}")
+        if a.dtype.kind in "fc" and np.isnan(a).any():  # one NaN (readers may canonicalise)
+            a = np.where(np.isnan(a), np.asarray(np.nan, a.dtype), a)
+        hasher.update(np.ascontiguousarray(a).tobytes())  # pyright: ignore[reportAttributeAccessIssue]
+
+    def value(self, attrs: dict) -> str:
+        digest = hashlib.sha256()
+        record = {k: _python(attrs.get(k)) for k in CHECKED}
+        digest.update(json.dumps(record, sort_keys=True, default=str).encode())
+        for key, hasher in self._arrays.values():
+            digest.update(f"{key}|{hasher.hexdigest()}|".encode())  # pyright: ignore[reportAttributeAccessIssue]
+        return CHECKSUM_SCHEME + digest.hexdigest()
+
+
+def _python(value):
+    """A NumPy scalar as the Python number it holds (as a file's reader gives it)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _plain(value):
@@ -170,35 +206,53 @@ def write_netcdf(traj, path) -> None:
 
 
 def write_csv(traj, path) -> None:
-    """Wide CSV: '# key: value' metadata lines, then t[, sample], one column per component."""
-    columns, names = [], ["t"]
-    n = len(traj.t)
-    batched = traj.batched
-    batch = jax.tree.leaves(traj.x)[0].shape[0] if batched else 1
+    """Wide CSV: '# key: value' metadata lines, then a header line of column names (t,
+    for a batch ``sample``, one column per state component and per invariant), then one
+    row per saved sample (for a batch, the members of one time in turn)."""
+    arrays = [(name, a) for name, _dims, a in _leaves(traj)]
+    block = csv_block(traj.t, arrays, traj.invariants(), traj.batched)
+    with open(path, "w") as fh:
+        fh.write(csv_header(metadata(traj), csv_names(arrays, traj.invariants(), traj.batched)))
+        write_csv_rows(fh, block)
+
+
+def csv_names(arrays, invariants: dict, batched: bool) -> list[str]:
+    """The CSV columns of ``arrays`` ((name, array) pairs, time leading, or after the
+    member axis for a batch) and ``invariants``."""
+    names = ["t", *(["sample"] if batched else [])]
+    for name, a in arrays:
+        shape = np.shape(a)[2 if batched else 1 :]
+        names += [name + "".join(f"_{i + 1}" for i in idx) for idx in np.ndindex(*shape)]
+    return names + list(invariants)
+
+
+def csv_header(attrs: dict, names: list[str]) -> str:
+    return "".join(f"# {k}: {v}\n" for k, v in attrs.items()) + "# " + ",".join(names) + "\n"
+
+
+def csv_block(t, arrays, invariants: dict, batched: bool) -> np.ndarray:
+    """The CSV rows of these samples, time-major (for a batch, one row per member of each
+    time), so that a run's rows can be written chunk after chunk."""
+    t = np.asarray(t, dtype=np.float64)
+    n = len(t)
+    batch = np.shape(arrays[0][1])[0] if batched else 1
     if batched:
-        names.append("sample")
-        columns.append(np.repeat(np.arange(batch), n).astype(float))
-        columns.insert(0, np.tile(traj.t, batch))
+        lead = [np.repeat(t, batch), np.tile(np.arange(batch, dtype=float), n)]
     else:
-        columns.insert(0, traj.t)
-    for name, _dims, arr in _leaves(traj):
-        flat = arr.reshape(batch * n, -1)
-        shape = arr.shape[(2 if batched else 1) :]
-        for j, idx in enumerate(np.ndindex(*shape)):
-            names.append(name + "".join(f"_{i + 1}" for i in idx))
-            columns.append(flat[:, j])
-    for name, values in traj.invariants().items():
-        names.append(name)
-        columns.append(np.asarray(values).reshape(-1))
-    header = "\n".join(f"{k}: {v}" for k, v in metadata(traj).items())
-    np.savetxt(
-        path,
-        np.column_stack(columns),
-        delimiter=",",
-        fmt="%.17g",
-        header=header + "\n" + ",".join(names),
-        comments="# ",
-    )
+        lead = [t]
+
+    def flat(a):  # (time, ...) or (batch, time, ...) -> (time * batch, -1)
+        a = np.moveaxis(np.asarray(a), 0, 1) if batched else np.asarray(a)
+        return a.reshape(n * batch, -1)
+
+    columns = [c[:, None] for c in lead]
+    columns += [flat(a).astype(np.float64) for _name, a in arrays]
+    columns += [flat(v).astype(np.float64) for v in invariants.values()]
+    return np.hstack(columns)
+
+
+def write_csv_rows(fh, block: np.ndarray) -> None:
+    np.savetxt(fh, block, delimiter=",", fmt="%.17g")
 
 
 def saved_attrs(path) -> dict | None:

@@ -94,7 +94,7 @@ def require_fits(estimate: Footprint, steps: int, save_every: int, out: Path | N
                 parameter,
                 f"{estimate.samples:,} saved samples need about {_size(need)} of {what}, "
                 f"more than the {_size(have)} available",
-                f"save fewer: --save-every {fits} (a divisor of --steps) or more",
+                f"save fewer: {parameter} {fits} (a divisor of the steps) or more",
             )
 
 

@@ -115,6 +115,7 @@ def simulate(
     chunk_steps: int | None = None,
     dtype: str = "float64",
     throw: bool = True,
+    keep: bool = True,
 ) -> Trajectory:
     """Advance ``x0`` by ``steps`` steps of size ``h``, saving every ``save_every``-th state.
 
@@ -138,8 +139,10 @@ def simulate(
         g_{k+1} = g_k W_k (maps with a body rotation, i.e. ``DiscreteLagrangian``),
         saved as ``Trajectory.orientation``.
     on_chunk
-        Called after every chunk of steps with a function that builds the Trajectory of
-        everything saved so far (``mechint run`` writes its checkpoints from it).
+        Called after every chunk of steps.  With ``keep=True``: with a function that
+        builds the Trajectory of everything saved so far.  With ``keep=False``: with the
+        Trajectory of the samples saved since the last call (x0 included in the first),
+        which the run then forgets (``mechint run`` streams them to its file).
     chunk_steps
         Body-steps (steps × batch size) per chunk, rounded to whole save intervals
         (default 2^22): each chunk is one compiled call, and the unit of ``on_chunk``.
@@ -151,6 +154,11 @@ def simulate(
         True (default): a failed step raises ``StepFailure``.  False: every healthy
         member runs to the end; the trajectory's ``failed_step``, ``residual`` and
         ``reason`` say which members failed, where and why (their later samples are NaN).
+    keep
+        True (default): every saved sample is kept and returned.  False: samples go to
+        ``on_chunk`` only, so memory stays bounded by a chunk however long the run; the
+        returned Trajectory holds the last sample (with the whole run's ``steps``), and a
+        ``StepFailure`` carries the samples of the failing chunk before the failure.
 
     Returns
     -------
@@ -185,9 +193,10 @@ def simulate(
         assert isinstance(system, Body | EulerTop)  # the base map serves it (checked above)
         x0_np = (x0_np, Oriented.initial(system, orientation, batched, batch))
     run = _Run(system, integrator, h, t0, steps, save_every, batched, oriented)
-    per_chunk = _plan(
-        n_saves, save_every, batch, _validate.count("chunk_steps", chunk_steps or _CHUNK_BODY_STEPS)
+    chunk = (
+        _CHUNK_BODY_STEPS if chunk_steps is None else _validate.count("chunk_steps", chunk_steps)
     )
+    per_chunk = _plan(n_saves, save_every, batch, chunk)
 
     x0_j = jax.tree.map(lambda a: jnp.asarray(a, dtype=real), x0_np)
     carry = initial_carry(x0_j, batch if batched else None, real)
@@ -199,6 +208,7 @@ def simulate(
         total=steps, unit="step", unit_scale=True, delay=2.0, disable=not progress,
         file=sys.stderr, leave=False,
     )  # fmt: skip
+    handed, last = 0, None  # samples handed to on_chunk and forgotten (keep=False)
     try:
         done = 0
         while done < n_saves:
@@ -210,36 +220,49 @@ def simulate(
             saved = jax.tree.map(lambda a, n=n: a[:n], jax.device_get(saved))
             fail_step = decode(np.asarray(carry[2]))[0]
             if throw and np.any(fail_step >= 0):
-                _raise_failure(run, samples, saved, done, carry)
+                _raise_failure(run, samples, saved, done, carry, handed)
             samples.append(saved)
             done += n
             bar.update(n * save_every)
-            if on_chunk is not None:
+            if not keep:
+                chunk = _trajectory(run, samples, carry, first=handed)
+                handed += len(chunk.t)
+                samples = []
+                if on_chunk is not None:
+                    on_chunk(chunk)
+                last = jax.tree.map(lambda a: a[-1:], saved)
+            elif on_chunk is not None:
                 on_chunk(partial(_trajectory, run, samples, carry))
             if np.all(fail_step >= 0):  # every member failed: nothing left to advance
                 break
     finally:
         bar.close()
     wall = time.perf_counter() - start
+    if not keep:
+        if handed == 0:  # no chunk ran (steps == 0 cannot happen): x0 alone
+            return _trajectory(run, samples, carry, wall_time=wall)
+        return _trajectory(run, [last], carry, first=handed - 1, wall_time=wall)
     return _trajectory(run, samples, carry, wall_time=wall)
 
 
-def _trajectory(run: _Run, samples, carry, **stats) -> Trajectory:
+def _trajectory(run: _Run, samples, carry, first: int = 0, **stats) -> Trajectory:
+    """The Trajectory of ``samples``, the run's saved samples from number ``first`` on."""
     x = jax.tree.map(lambda *parts: np.concatenate(parts, axis=0), *samples)
     n_saved = jax.tree.leaves(x)[0].shape[0]
-    full = run.steps // run.save_every + 1
+    full = run.steps // run.save_every + 1 - first
     fail_step, codes = decode(np.asarray(carry[2]))
     if n_saved < full and np.all(fail_step >= 0):  # stopped early: every member failed
         x = jax.tree.map(lambda a: _pad(a, full), x)
         n_saved = full
     # a failed member's samples from its failing step on are not results
-    last_valid = np.where(fail_step >= 0, (fail_step - 1) // run.save_every, n_saved - 1)
-    invalid = np.arange(n_saved).reshape((-1,) + (1,) * fail_step.ndim) > last_valid
+    last_valid = np.where(fail_step >= 0, (fail_step - 1) // run.save_every, first + n_saved - 1)
+    index = np.arange(first, first + n_saved)
+    invalid = index.reshape((-1,) + (1,) * fail_step.ndim) > last_valid
     if np.any(invalid):
         x = jax.tree.map(lambda a: _blank(a, invalid), x)
     if run.batched:
         x = jax.tree.map(lambda a: np.ascontiguousarray(np.moveaxis(a, 0, 1)), x)
-    t = run.t0 + run.h * (run.save_every * np.arange(n_saved, dtype=np.float64))
+    t = run.t0 + run.h * (run.save_every * index.astype(np.float64))
     g = None
     if run.oriented:
         x, g = x
@@ -254,7 +277,7 @@ def _trajectory(run: _Run, samples, carry, **stats) -> Trajectory:
         t=t,
         x=x,
         orientation=g,
-        steps=(n_saved - 1) * run.save_every,
+        steps=(first + n_saved - 1) * run.save_every,
         save_every=run.save_every,
         stats=stats,
         failed_step=fail_step,
@@ -274,7 +297,7 @@ def _blank(a: np.ndarray, invalid: np.ndarray) -> np.ndarray:
     return np.where(mask, np.nan, a).astype(a.dtype)
 
 
-def _raise_failure(run: _Run, samples, saved, done, carry):
+def _raise_failure(run: _Run, samples, saved, done, carry, handed: int = 0):
     x = carry[0]
     fail_step, codes = (np.atleast_1d(a) for a in decode(np.asarray(carry[2])))
     failed = np.flatnonzero(fail_step >= 0)
@@ -287,7 +310,8 @@ def _raise_failure(run: _Run, samples, saved, done, carry):
     kept = [*samples, jax.tree.map(lambda a: a[:valid], saved)]
     partial_run = dataclasses.replace(run, steps=(done + valid) * run.save_every)
     healthy = (carry[0], carry[1], jnp.full_like(carry[2], -1), carry[3])
-    partial_traj = _trajectory(partial_run, kept, healthy)
+    empty = sum(jax.tree.leaves(part)[0].shape[0] for part in kept) == 0
+    partial_traj = None if empty else _trajectory(partial_run, kept, healthy, first=handed)
     last = jax.tree.map(lambda a: np.asarray(a)[member] if run.batched else np.asarray(a), x)
     if run.oriented:
         last = last[0]

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import itertools
 import json
 import tomllib
@@ -46,12 +47,15 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from mechint import _validate, integrators, systems
+from mechint import _validate, integrators, io, resources, systems
+from mechint._version import __version__
 from mechint.errors import InputError
 from mechint.maps import REASON_LABELS
 from mechint.simulate import simulate
 from mechint.systems.base import LevelSetSampler
 
+# the largest experiment file read (a TOML text, not data)
+_LARGEST_EXPERIMENT = 1 << 24
 _TOP_KEYS = {"steps", "save_every", "h", "integrators", "system", "initial", "max_batch", "dtype"}
 
 
@@ -75,10 +79,14 @@ def load(source) -> Experiment:
         path = Path(source)
         if not path.is_file():
             raise InputError("experiment", f"file {str(path)!r} not found")
+        if path.stat().st_size > _LARGEST_EXPERIMENT:
+            raise InputError("experiment", f"{str(path)!r} is larger than an experiment file "
+                             f"({_LARGEST_EXPERIMENT // 2**20} MiB)")  # fmt: skip
         try:
             doc = tomllib.loads(path.read_text())
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError("experiment", f"{str(path)!r} is not valid TOML: {exc}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            why = "nested too deeply" if isinstance(exc, RecursionError) else exc
+            raise InputError("experiment", f"{str(path)!r} is not valid TOML: {why}") from None
     else:
         doc = dict(source)
     unknown = set(doc) - _TOP_KEYS
@@ -96,6 +104,11 @@ def load(source) -> Experiment:
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
             raise InputError(f"system.grid.{key}", "must be a non-empty list of values")
+    for key in ("integrators", "h"):
+        if isinstance(doc[key], list) and not doc[key]:
+            raise InputError(key, "is an empty list", "give at least one value")
+    if not isinstance(doc["integrators"], list):
+        raise InputError("integrators", f"expected a list, got {doc['integrators']!r}")
     names = tuple(_integrator_spec(spec) for spec in doc["integrators"])
     hs = tuple(_validate.step_size(v, "h") for v in np.atleast_1d(doc["h"]).tolist())
     steps = _validate.count("steps", doc["steps"])
@@ -179,6 +192,10 @@ def _initial(system, spec: dict):
             "give explicit states",
         )
     random = dict(random)
+    unknown = set(random) - {"count", "seed", *system.level_set_keys}
+    if unknown:
+        raise InputError("initial.random", f"unknown keys {sorted(unknown)}",
+                         f"use {sorted({'count', 'seed', *system.level_set_keys})}")  # fmt: skip
     count = _validate.count("initial.random.count", random.pop("count", 1))
     rng = np.random.default_rng(_validate.count("initial.random.seed", random.pop("seed", 0), 0))
     return system.sample_level_set(rng, count, {**spec, **random})
@@ -245,6 +262,31 @@ def sweep(
     elif todo:
         _on_dask(todo, scheduler, cluster, collect)
     return _assemble(exp, results)
+
+
+def footprint(exp: Experiment) -> resources.Footprint:
+    """Memory and disk of the experiment's dataset (every sample of every run, with its
+    invariants), estimated before any task runs."""
+    first = _build_first(exp)
+    count = jax.tree.leaves(exp.initial)[0].shape[0]
+    runs = count * len(exp.integrators) * len(exp.h) * int(np.prod([len(v) for v in
+                                                                   exp.grid.values()]))  # fmt: skip
+    one = jax.tree.map(lambda a: np.asarray(a)[0], exp.initial)
+    per_run = resources.footprint(first, one, exp.steps, exp.save_every, dtype=exp.dtype)
+    return resources.Footprint(per_run.samples * runs, per_run.file_bytes * runs,
+                               per_run.memory_bytes * runs)  # fmt: skip
+
+
+def checksum(ds) -> str:
+    """SHA-256 of a sweep dataset's experiment, completion and every variable (sorted by
+    name): a resumed sweep takes only a file that is as it was written."""
+    digest = io.Digest()
+    for name in sorted(ds.variables):
+        values = np.asarray(ds[name].values)
+        digest.update(name, values.astype(str) if values.dtype.kind in "OU" else values)
+    return digest.value(
+        {"system": ds.attrs.get("experiment"), "complete": ds.attrs.get("complete")}
+    )
 
 
 def experiment_key(exp: Experiment) -> str:
@@ -393,6 +435,8 @@ def _assemble(exp: Experiment, results):
     attrs = {"system": exp.system, "steps": exp.steps, "save_every": exp.save_every}
     attrs["experiment"] = experiment_key(exp)
     attrs["complete"] = int(bool(task_done.all()))
+    attrs["mechint_version"] = __version__
+    attrs["created"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     attrs.update({k: str(v) for k, v in exp.fixed.items()})
     import xarray as xr  # imported when used (see io.to_dataset)
 

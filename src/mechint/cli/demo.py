@@ -21,6 +21,8 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    if not args.out.strip():
+        raise InputError("--out", "is empty", "give a folder name, e.g. --out mechint-demo")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError("--out", f"{str(out)!r} exists and is not a folder")

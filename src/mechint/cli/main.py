@@ -7,6 +7,8 @@ stopped at a failing step (what was computed is written, and the message says so
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 
 from mechint._version import __version__
@@ -36,9 +38,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def negative_values(argv: list[str]) -> list[str]:
+    """``--x0 -0.45,0,0.89`` as ``--x0=-0.45,0,0.89``: argparse takes a value that starts
+    with '-' for an option unless it is one plain number (no option of ours starts with
+    '-' and a digit)."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and re.match(r"-\.?\d", arg):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(negative_values(sys.argv[1:] if argv is None else list(argv)))
     try:
         code = args.handler(args)
     except InputError as exc:
@@ -50,4 +65,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"mechint {args.command}: interrupted", file=sys.stderr)
         code = 130
+    except OSError as exc:  # a disk that fills, a folder that becomes unwritable
+        print(f"mechint {args.command}: error: {_oneline(exc)}", file=sys.stderr)
+        code = 1
+    except Exception as exc:  # a bug: one line for the user, the traceback on request
+        if os.environ.get("MECHINT_DEBUG"):
+            raise
+        print(f"mechint {args.command}: internal error: {type(exc).__name__}: "
+              f"{_oneline(exc)} (please report it; MECHINT_DEBUG=1 shows the traceback)",
+              file=sys.stderr)  # fmt: skip
+        code = 1
     sys.exit(code)
+
+
+def _oneline(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] or type(exc).__name__

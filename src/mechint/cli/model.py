@@ -150,9 +150,9 @@ def one_state(args: argparse.Namespace, system: System):
 def integrator_names(args: argparse.Namespace) -> list[str]:
     """The names in --integrator or --integrators, each known, and every integrator
     setting given used by one of them."""
-    text = getattr(args, "integrators", None) or args.integrator
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    option = "--integrators" if getattr(args, "integrators", None) else "--integrator"
+    option = "--integrators" if hasattr(args, "integrators") else "--integrator"
+    text = args.integrators if hasattr(args, "integrators") else args.integrator
+    names = [n.strip() for n in (text or "").split(",") if n.strip()]
     if not names:
         raise InputError(option, "names no integrator")
     for name in names:

@@ -30,15 +30,74 @@ def numbers(option: str, text: str) -> np.ndarray:
     return arr[0] if arr.shape[0] == 1 else arr
 
 
+# the most numbers an array file may hold, and the deepest nesting of a JSON array
+_MOST_NUMBERS = 10**8
+_DEEPEST = 4
+
+
 def _from_file(option: str, path: Path) -> np.ndarray:
+    """The real array in a ``.npy`` or ``.json`` file; anything else (another dtype, a
+    pickle, a header that lies, objects, booleans, deep nesting) is one InputError."""
     if not path.is_file():
         raise InputError(option, f"file {str(path)!r} not found")
+    name = repr(str(path))
     try:
         if path.suffix == ".npy":
-            return np.asarray(np.load(path, allow_pickle=False), dtype=float)
-        return np.asarray(json.loads(path.read_text()), dtype=float)
-    except (ValueError, OSError) as exc:
-        raise InputError(option, f"cannot read numbers from {str(path)!r}: {exc}") from None
+            return _npy(option, path)
+        if path.stat().st_size > 32 * _MOST_NUMBERS:
+            raise InputError(option, f"{name} is too large for an array of numbers")
+        return _json_numbers(option, name, json.loads(path.read_text()))
+    except InputError:
+        raise
+    except (ValueError, OSError, SyntaxError, RecursionError, UnicodeError) as exc:
+        why = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        raise InputError(option, f"cannot read numbers from {name}: {why}") from None
+
+
+def _npy(option: str, path: Path) -> np.ndarray:
+    """A ``.npy`` file of real numbers, its header checked before any data is read."""
+    import tokenize
+
+    with open(path, "rb") as fh:
+        try:
+            version = np.lib.format.read_magic(fh)
+            read = {(1, 0): np.lib.format.read_array_header_1_0,
+                    (2, 0): np.lib.format.read_array_header_2_0}.get(version)  # fmt: skip
+            if read is None:
+                raise ValueError(f"unknown .npy version {version}")
+            shape, _fortran, dtype = read(fh)
+        except (tokenize.TokenError, TypeError) as exc:
+            raise ValueError(f"malformed .npy header ({exc})") from None
+        size = int(np.prod(shape, dtype=object))
+        if dtype.kind not in "fiu" or dtype.fields is not None or dtype.subdtype is not None:
+            raise InputError(option, f"{str(path)!r} holds {dtype} values",
+                             "save real numbers (float64)")  # fmt: skip
+        data_bytes = path.stat().st_size - fh.tell()
+        if size > _MOST_NUMBERS or size * dtype.itemsize > data_bytes:
+            raise InputError(option, f"{str(path)!r} declares shape {shape}, which it does "
+                             "not hold (or more numbers than a state takes)")  # fmt: skip
+    return np.asarray(np.load(path, allow_pickle=False), dtype=float)
+
+
+def _json_numbers(option: str, name: str, value) -> np.ndarray:
+    """A JSON array (nested at most ``_DEEPEST`` deep) of numbers, booleans refused."""
+    level = [value]
+    for _depth in range(_DEEPEST + 1):
+        nested = [v for v in level if isinstance(v, list)]
+        bad = [v for v in level if not isinstance(v, list | int | float) or isinstance(v, bool)]
+        if bad:
+            raise InputError(option, f"{name} holds {type(bad[0]).__name__} "
+                             f"{json.dumps(bad[0])[:40]}, not a number", "give an array of "
+                             "numbers")  # fmt: skip
+        if not nested:
+            break
+        level = [v for lst in nested for v in lst]
+    else:
+        raise InputError(option, f"{name} nests arrays deeper than {_DEEPEST}")
+    try:
+        return np.asarray(value, dtype=float)
+    except ValueError:
+        raise InputError(option, f"{name} is not a rectangular array of numbers") from None
 
 
 def positive_float(option: str, text: str) -> float:

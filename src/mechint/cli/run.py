@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
-import fcntl
-import os
-import signal
 import sys
-import time
 from pathlib import Path
 
 import jax
 import numpy as np
 
 from mechint import _validate, integrators, io, resources
-from mechint.cli import model, parsing
-from mechint.diagnostics import invariant_errors
+from mechint.cli import guard, model, parsing
 from mechint.errors import InputError, StepFailure
 from mechint.integrators.oriented import Oriented
+from mechint.runfile import Resumed, RunFile
 from mechint.simulate import simulate
-from mechint.trajectory import concatenate, read_checkpoint
 
 
 def add_parser(sub) -> None:
@@ -75,7 +68,7 @@ def prepare(args: argparse.Namespace):
     """Validate every input before any work; returns what ``simulate`` needs."""
     from mechint.plot import FIGURE_FORMATS  # matplotlib only when a command draws
 
-    integrators.get(args.integrator)  # an unknown name is reported first
+    model.relabel("--integrator", integrators.get, args.integrator)  # an unknown name first
     system = model.build_system(args)
     integrator = model.build_integrator(args, system)
     x0, g0 = model.initial_state(args, system)
@@ -100,177 +93,111 @@ def prepare(args: argparse.Namespace):
     return system, integrator, (x0, g0), h, steps, save_every, out, plot
 
 
-# Body-steps per chunk of a written run: the granularity of its checkpoints (a fast
-# explicit map does 2^20 steps in 0.03 s, the discrete Lagrangian map in about 5 s).
+# Body-steps per chunk of a written run: the granularity of its checkpoints and what its
+# memory holds (a fast explicit map does 2^20 steps in 0.03 s, the discrete Lagrangian
+# map in about 5 s).
 _CHECKPOINT_CHUNK = 1 << 20
-
-
-class _Checkpoints:
-    """Writes the run so far to ``out`` (atomically) after a chunk, at most every
-    ``every`` seconds, and on demand; ``prior`` is the part of a resumed run on file."""
-
-    def __init__(self, out: Path, steps: int, every: float, prior=None, stop=None):
-        self.out, self.steps, self.every, self.prior, self.stop = out, steps, every, prior, stop
-        self.latest = None
-        self.saved = None  # the trajectory last written
-        self.last_write = time.monotonic()
-
-    def whole(self, traj):
-        if self.prior is not None:
-            traj = concatenate(self.prior, traj)
-        return dataclasses.replace(traj, stats={**traj.stats, "steps_requested": self.steps})
-
-    def __call__(self, make) -> None:
-        self.latest = make
-        if time.monotonic() - self.last_write >= self.every:
-            self.write()
-        if self.stop is not None:
-            self.stop.check()  # a signal arrived: end here (the handler writes the chunk)
-
-    def write(self, traj=None):
-        if traj is None:
-            if self.latest is None:
-                return None
-            traj = self.latest()
-        traj = self.whole(traj)
-        io.write_atomic(traj, self.out)
-        self.saved, self.latest = traj, None
-        self.last_write = time.monotonic()
-        return traj
-
-
-class _Stop:
-    """SIGINT and SIGTERM handler: the first signal sets a flag that the run reads after
-    each chunk (a chunk is short), so the run ends with its checkpoint written; a second
-    signal exits at once (the file then holds the last checkpoint).  Raising from the
-    handler instead could land inside a JAX or garbage-collector callback, where Python
-    prints the exception and drops it."""
-
-    def __init__(self):
-        self.signum: int | None = None
-
-    def __call__(self, signum, frame):
-        if self.signum is not None:
-            os.write(2, b"mechint run: second signal: stopped at once; --out holds the last "
-                        b"checkpoint; continue with --resume\n")  # fmt: skip
-            os._exit(130)
-        self.signum = signum
-
-    def check(self) -> None:
-        if self.signum is not None:
-            raise KeyboardInterrupt
 
 
 def handle(args: argparse.Namespace) -> int:
     system, integrator, (x0, g0), h, steps, save_every, out, plot = prepare(args)
     every = parsing.nonnegative_float("--checkpoint-every", args.checkpoint_every)
-    with _exclusive(out):
+    with guard.exclusive(out):
         if not args.resume and not args.overwrite:
-            _keep_unfinished(out)
+            guard.keep_unfinished(out)
         return _run(args, system, integrator, x0, g0, h, steps, save_every, out, plot, every)
 
 
-@contextlib.contextmanager
-def _exclusive(out: Path):
-    """Hold an exclusive lock on ``out`` (a lock file beside it, released by the kernel
-    however this process ends): a second run on the same --out is refused in one line."""
-    lock = out.with_name(f".{out.name}.lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            raise InputError("--out", f"{str(out)!r} is being written by another mechint "
-                             f"run (pid {holder})", "wait for it to end, or choose another "
-                             "--out") from None  # fmt: skip
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        try:
-            yield
-        finally:
-            lock.unlink(missing_ok=True)  # while still held: a waiter finds no stale lock
-    finally:
-        os.close(fd)
-
-
-def _keep_unfinished(out: Path) -> None:
-    """InputError if ``out`` holds an unfinished mechint run (it would be discarded)."""
-    attrs = io.saved_attrs(out)
-    if attrs is not None and int(attrs.get("complete", 1)) == 0:
-        raise InputError("--out", f"{str(out)!r} holds an unfinished run ({attrs.get('steps')} "
-                         f"of {attrs.get('steps_requested')} steps)", "continue it with "
-                         "--resume, or replace it with --overwrite")  # fmt: skip
-
-
 def _run(args, system, integrator, x0, g0, h, steps, save_every, out, plot, every) -> int:
-    prior = (
+    resumed = (
         _resume(args, system, integrator, x0, g0, h, steps, save_every, out)
         if args.resume
         else None
     )
     start, todo, t0 = x0, steps, 0.0
-    if prior is not None:
-        start, g0, todo, t0 = (
-            _last_state(prior),
-            _last_orientation(prior),
-            steps - prior.steps,
-            prior.t[-1],
-        )
-        if todo == 0:
-            print(f"{out} is already complete ({steps} steps)")
-            return 0
-    stop = _Stop()
-    checkpoints = _Checkpoints(out, steps, every, prior, stop)
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        traj = simulate(
-            system, integrator, start, h, todo, save_every, t0=t0,
-            progress=not args.quiet, orientation=g0, on_chunk=checkpoints,
-            chunk_steps=_CHECKPOINT_CHUNK, dtype=args.dtype,
-        )  # fmt: skip
-        traj = checkpoints.write(traj)
-        stop.check()  # a signal during the last chunk: the run is complete, and says so
-    except StepFailure as exc:
-        if exc.trajectory is not None and len(exc.trajectory.t):
-            checkpoints.write(exc.trajectory)
-            exc.args = (f"{exc.args[0]}; written to {out}",)
-        raise
-    except KeyboardInterrupt:
-        saved = checkpoints.write() or checkpoints.saved
-        done = saved.steps if saved is not None else 0
-        print(f"interrupted: {out} holds {done} of {steps} steps"
-              + ("" if done >= steps else "; continue with --resume"), file=sys.stderr)  # fmt: skip
-        raise
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    if resumed is not None:
+        done = (resumed.samples - 1) * save_every
+        fields = len(system.state_fields)
+        last = [_drop_time(a, batched=_batched(system, resumed)) for a in resumed.last]
+        start = last[0] if fields == 1 else tuple(last[:fields])
+        g0 = last[fields] if len(last) > fields else None
+        todo, t0 = steps - done, resumed.t0 + h * (save_every * (resumed.samples - 1))
+    writer = RunFile(out, system, integrator, h, save_every, steps, args.dtype,
+                     every=every, resumed=resumed)  # fmt: skip
+    if todo == 0:
+        writer.close()
+        print(f"{out} is already complete ({steps} steps)")
+        return 0
+    with guard.stop_on_signals() as stop:
+
+        def on_chunk(chunk) -> None:
+            writer.append(chunk)
+            stop.check()  # a signal arrived: end here, with this chunk written
+
+        try:
+            traj = simulate(
+                system, integrator, start, h, todo, save_every, t0=t0,
+                progress=not args.quiet, orientation=g0, on_chunk=on_chunk,
+                chunk_steps=_CHECKPOINT_CHUNK, dtype=args.dtype, keep=False,
+            )  # fmt: skip
+            writer.close()
+            stop.check()  # a signal during the last chunk: the run is complete, and says so
+        except StepFailure as exc:
+            if exc.trajectory is not None and len(exc.trajectory.t):
+                writer.append(exc.trajectory)
+            writer.close(stopped=True)
+            exc.trajectory = None
+            exc.args = (f"{exc.args[0]}; the samples before it are written to {out}",)
+            raise
+        except KeyboardInterrupt:
+            writer.close(stopped=True)
+            held = f"{out} holds {writer.on_file} of {steps} steps"
+            if writer.segments:
+                held += f" (steps up to {writer.steps} are in {writer.dir.name} beside it)"
+            rest = "" if writer.steps >= steps else "; continue with --resume"
+            print(f"interrupted: {held}{rest}", file=sys.stderr)
+            raise
     if plot is not None:
         from mechint.plot import trajectory_figure
 
-        trajectory_figure(traj).savefig(plot, dpi=130)
+        drawn = RunFile.trajectory(out, system, integrator)
+        trajectory_figure(drawn).savefig(plot, dpi=130)
     if not args.quiet:
-        _summary(traj, out, plot)
+        _summary(traj, writer, plot)
     return 0
 
 
-def _resume(args, system, integrator, x0, g0, h, steps, save_every, out):
-    """The run on file at ``out`` if it is this run's beginning, untouched since it was
-    written, else InputError (the file is left as it is)."""
+def _batched(system, resumed) -> bool:
+    return np.ndim(resumed.first[0]) == len(system.state_shape) + 2
+
+
+def _drop_time(a, batched: bool):
+    """One sample's array (time axis of length 1 removed)."""
+    return np.take(np.asarray(a), 0, axis=1 if batched else 0)
+
+
+def _resume(args, system, integrator, x0, g0, h, steps, save_every, out) -> Resumed:
+    """The run on file at ``out`` (and its segments) if it is this run's beginning,
+    untouched since it was written, else InputError (the files are left as they are)."""
     if out.suffix.lower() != ".nc" or not out.is_file():
         raise InputError("--resume", f"needs an existing NetCDF (.nc) file at --out, {str(out)!r}")
     try:
-        prior, attrs, found = read_checkpoint(out, system, integrator)
-    except (OSError, KeyError, ValueError) as exc:
+        resumed = RunFile.read(out, system)
+    except (OSError, KeyError, ValueError, TypeError) as exc:
         raise InputError(
             "--resume", f"cannot read a mechint run from {str(out)!r}: {exc}"
         ) from None
+    attrs = resumed.attrs
     name = repr(str(out))
     if "checksum" not in attrs:
         raise InputError("--resume", f"{name} has no checksum (written before mechint 0.1.0 "
                          "recorded one), so its data cannot be trusted to continue",
                          "run it again without --resume (--overwrite)")  # fmt: skip
-    if attrs["checksum"] != found:
+    if not str(attrs["checksum"]).startswith(io.CHECKSUM_SCHEME):
+        raise InputError("--resume", f"{name} was written by an older mechint, whose checksum "
+                         "this version does not compute", "run it again without --resume "
+                         "(--overwrite)")  # fmt: skip
+    if attrs["checksum"] != resumed.found:
         raise InputError("--resume", f"{name} was changed after it was written (its data or "
                          "record disagree with its checksum)", "run it again without --resume "
                          "(--overwrite)")  # fmt: skip
@@ -285,51 +212,37 @@ def _resume(args, system, integrator, x0, g0, h, steps, save_every, out):
                 f"this run: {value!r})",
                 "give the same options as the interrupted run",
             )
-    axis = 1 if prior.batched else 0
-    n = jax.tree.leaves(prior.x)[0].shape[axis]
-    if prior.steps % save_every or n != prior.steps // save_every + 1:
-        raise InputError("--resume", f"{name} holds {n} samples, which is not "
-                         f"{prior.steps} steps saved every {save_every}")  # fmt: skip
-    first = _first(prior)
+    done = int(attrs["steps"])
+    if done % save_every or resumed.merged != done // save_every + 1:
+        raise InputError("--resume", f"{name} holds {resumed.merged} samples, which is not "
+                         f"{done} steps saved every {save_every}")  # fmt: skip
+    batched = _batched(system, resumed)
+    fields = len(system.state_fields)
+    first = [_drop_time(a, batched) for a in resumed.first]
     same = (
-        np.array_equal(a, np.asarray(b, a.dtype)) for a, b in zip(first, _leaves(x0), strict=True)
+        np.array_equal(a, np.asarray(b, a.dtype))
+        for a, b in zip(first[:fields], _leaves(x0), strict=True)
     )
     if not all(same):
         raise InputError("--resume", f"{name} starts from another initial state")
-    if (g0 is None) != (prior.orientation is None) or (
-        g0 is not None
-        and not np.array_equal(np.take(prior.orientation, 0, axis=axis), np.asarray(g0))
+    has_g = len(first) > fields
+    if (g0 is None) == has_g or (
+        g0 is not None and not np.array_equal(first[fields], np.asarray(g0))
     ):
         raise InputError("--resume", f"{name} starts from another attitude (--orientation)")
-    return prior
-
-
-def _first(traj):
-    axis = 1 if traj.batched else 0
-    return [np.take(np.asarray(a), 0, axis=axis) for a in jax.tree.leaves(traj.x)]
+    return resumed
 
 
 def _leaves(x):
     return [np.asarray(a) for a in jax.tree.leaves(x)]
 
 
-def _last_state(traj):
-    axis = 1 if traj.batched else 0
-    return jax.tree.map(lambda a: np.take(np.asarray(a), -1, axis=axis), traj.x)
-
-
-def _last_orientation(traj):
-    if traj.orientation is None:
-        return None
-    return np.take(traj.orientation, -1, axis=1 if traj.batched else 0)
-
-
-def _summary(traj, out: Path, plot: Path | None) -> None:
-    errs = invariant_errors(traj.system, traj)
-    drift = ", ".join(f"max|Δ{k}|/|{k}| = {np.max(v):.2e}" for k, v in errs.items())
+def _summary(traj, writer: RunFile, plot: Path | None) -> None:
+    drift = ", ".join(f"max|Δ{k}|/|{k}| = {v:.2e}" for k, v in writer.worst.items())
     wall = traj.stats.get("wall_time", float("nan"))
+    t_end = writer.t0 + writer.h * (writer.save_every * (writer.samples - 1))
     print(
-        f"wrote {out}: {len(traj.t)} samples, t in [{traj.t[0]:g}, {traj.t[-1]:g}], "
+        f"wrote {writer.out}: {writer.samples} samples, t in [{writer.t0:g}, {t_end:g}], "
         f"{traj.steps} steps in {wall:.2f} s; {drift}" + (f"; figure {plot}" if plot else ""),
         file=sys.stdout,
     )

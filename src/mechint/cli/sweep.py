@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import signal
+import os
+import sys
 import time
 
 import numpy as np
 
-from mechint import io, sweeps
-from mechint.cli import parsing
+from mechint import io, resources, sweeps
+from mechint.cli import guard, parsing
 from mechint.errors import InputError
 
 
@@ -34,17 +35,23 @@ def add_parser(sub) -> None:
         "every task); a killed sweep keeps them",
     )
     p.add_argument("--resume", action="store_true", help="continue the interrupted sweep in --out")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an unfinished sweep in --out (without it, an unfinished sweep is kept: "
+        "continue it with --resume)",
+    )
     p.set_defaults(handler=handle)
 
 
 def _write(ds, out) -> None:
+    """The dataset, checksummed, written under a temporary name and renamed over --out."""
+    ds.attrs["checksum"] = sweeps.checksum(ds)
     tmp = out.with_name(f".{out.name}.part.nc")
     ds.to_netcdf(tmp, engine="h5netcdf")
+    with open(tmp, "rb+") as fh:
+        os.fsync(fh.fileno())
     tmp.replace(out)
-
-
-def _terminate(signum, frame):
-    raise KeyboardInterrupt
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -55,31 +62,40 @@ def handle(args: argparse.Namespace) -> int:
         raise InputError("--scheduler", f"expected tcp://HOST:PORT, got {args.scheduler!r}")
     every = parsing.nonnegative_float("--checkpoint-every", args.checkpoint_every)
     experiment = sweeps.load(args.experiment)
-    previous = _previous(out, experiment) if args.resume else None
+    resources.require_fits(sweeps.footprint(experiment), experiment.steps,
+                           experiment.save_every, out, parameter="save_every")  # fmt: skip
+    with guard.exclusive(out):
+        if not args.resume and not args.overwrite:
+            guard.keep_unfinished(out)
+        previous = _previous(out, experiment) if args.resume else None
+        return _sweep(args, experiment, out, every, previous)
+
+
+def _sweep(args, experiment, out, every, previous) -> int:
     state = {"make": None, "last": time.monotonic()}
+    with guard.stop_on_signals() as stop:
 
-    def on_result(make):
-        state["make"] = make
-        if time.monotonic() - state["last"] >= every:
-            _write(make(), out)
-            state["last"] = time.monotonic()
+        def on_result(make):
+            state["make"] = make
+            if time.monotonic() - state["last"] >= every:
+                _write(make(), out)
+                state["last"] = time.monotonic()
+            stop.check()  # a signal arrived: end after this task, its result written
 
-    old = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        ds = sweeps.sweep(
-            experiment,
-            scheduler=args.scheduler,
-            cluster=args.cluster,
-            on_result=on_result,
-            previous=previous,
-        )
-    except KeyboardInterrupt:
-        if state["make"] is not None:
-            _write(state["make"](), out)
-        print(f"interrupted: {out} holds the finished tasks; continue with --resume")
-        raise
-    finally:
-        signal.signal(signal.SIGTERM, old)
+        try:
+            ds = sweeps.sweep(
+                experiment,
+                scheduler=args.scheduler,
+                cluster=args.cluster,
+                on_result=on_result,
+                previous=previous,
+            )
+        except KeyboardInterrupt:
+            if state["make"] is not None:
+                _write(state["make"](), out)
+            print(f"interrupted: {out} holds the finished tasks; continue with --resume",
+                  file=sys.stderr)  # fmt: skip
+            raise
     _write(ds, out)
     failed = int(np.sum(ds["failed_step"].values >= 0))
     dims = ", ".join(f"{k} {v}" for k, v in ds.sizes.items())
@@ -101,4 +117,8 @@ def _previous(out, experiment):
         raise InputError(
             "--resume", f"{str(out)!r} holds another experiment", "run it again without --resume"
         )
+    if ds.attrs.get("checksum") != sweeps.checksum(ds):
+        raise InputError("--resume", f"{str(out)!r} was changed after it was written (its data "
+                         "or record disagree with its checksum)", "run it again with "
+                         "--overwrite")  # fmt: skip
     return ds

@@ -20,6 +20,7 @@ from mechint import _validate
 from mechint.diagnostics.invariants import invariant_errors
 from mechint.diagnostics.order import flatten_state
 from mechint.errors import InputError
+from mechint.maps import Integrator
 from mechint.simulate import simulate
 from mechint.systems.base import ExactSolution, PoissonSystem, System
 
@@ -73,6 +74,14 @@ def reference_state(system: System, x0, T: float):
 def compare(system, integrators, x0, h: float, T: float, *, samples: int = 200) -> Comparison:
     """Run each integrator from x0 to T with step h (T/h whole), saving about ``samples``
     states; measure the error at T against the reference and every invariant's error."""
+    if isinstance(integrators, Integrator):
+        integrators = [integrators]
+    if not isinstance(integrators, list | tuple) or not integrators:
+        raise InputError("integrators", f"expected a non-empty list of integrators, got "
+                         f"{integrators!r}")  # fmt: skip
+    h = _validate.step_size(h)
+    T = _validate.step_size(T, "T", allow_negative=False)
+    samples = _validate.count("samples", samples)
     steps = round(T / h)
     if steps < 1 or abs(steps * h - T) > 1e-9 * abs(T):
         raise InputError("T", f"T/h = {T / h:g} must be a whole number", "adjust T or h")

@@ -19,7 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechint.errors import StepFailure
+from mechint import _validate
+from mechint.errors import InputError, StepFailure
 from mechint.maps import Integrator, Reason, StepStatus, combine, require_serves
 from mechint.systems.base import HamiltonianSystem, PoissonSystem, System
 
@@ -61,7 +62,12 @@ _BATCH = 5
 
 
 def _padded(hs) -> tuple[jax.Array, int]:
-    hs = np.atleast_1d(np.asarray(hs, dtype=np.float64))
+    """The step sizes (each finite and non-zero, else InputError naming h), padded."""
+    listed = hs.tolist() if isinstance(hs, np.ndarray | jax.Array) else hs
+    listed = listed if isinstance(listed, list | tuple) else [listed]
+    if not listed:
+        raise InputError("h", "no step sizes given")
+    hs = np.asarray([_validate.step_size(h, "h") for h in listed], dtype=np.float64)
     size = _BATCH * max(1, -(-len(hs) // _BATCH))
     return jnp.asarray(np.concatenate([hs, np.full(size - len(hs), hs[-1])])), len(hs)
 

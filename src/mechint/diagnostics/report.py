@@ -18,6 +18,7 @@ import dataclasses
 import jax
 import numpy as np
 
+from mechint import _validate
 from mechint.diagnostics import defects, structure
 from mechint.diagnostics.onestep import failures, one_step
 from mechint.diagnostics.order import flatten_state
@@ -56,6 +57,8 @@ def check(
     system: System, integrator: Integrator, x, h: float, *, halvings: int = 4
 ) -> list[PropertyCheck]:
     """Measure every applicable property of ``integrator`` on ``system`` at state x."""
+    h = _validate.step_size(h)
+    halvings = _validate.count("halvings", halvings)
     hs = h * 2.0 ** -np.arange(halvings + 1)
     out, both = one_step(system, integrator, x, hs)
     ok, ok_both = np.asarray(out.status.ok), np.asarray(both.ok)

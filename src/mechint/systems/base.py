@@ -188,6 +188,9 @@ class ExactSolution(System):
 class LevelSetSampler(System):
     """A system that draws random states on a level set of its Casimirs."""
 
+    # the keys of an experiment's [initial.random] table besides count and seed
+    level_set_keys: ClassVar[tuple[str, ...]] = ()
+
     @abc.abstractmethod
     def sample_level_set(self, rng: np.random.Generator, count: int, spec: dict) -> Any:
         """``count`` states; ``spec`` holds the experiment's ``[initial]`` entries

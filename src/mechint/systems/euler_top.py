@@ -174,6 +174,8 @@ class EulerTop(
         """H = Σ H_i, H_i = m_i²/(2 I_i): three exact rotations about the principal axes."""
         return (AxisRotation(0), AxisRotation(1), AxisRotation(2))
 
+    level_set_keys = ("C",)
+
     def sample_level_set(self, rng: np.random.Generator, count: int, spec: dict) -> np.ndarray:
         """Uniform on the sphere |m|²/2 = C (``spec["C"]``, default 0.5)."""
         C = positive_scalar("initial.random.C", spec.get("C", 0.5))

@@ -1,0 +1,343 @@
+"""The attack table of issue 18, recounted: hostile inputs, tampered files, signals and
+huge requests against the ``mechint`` command, each judged handled well or not.
+
+    python benchmarks/attack.py            # this checkout
+    PYTHONPATH=/path/to/old/src python benchmarks/attack.py   # another version
+
+Handled well: exit 0 with a right result where the input is valid, else exit 1 or 2 with
+one line on stderr (no traceback, no "internal error"), within the time limit, and no
+file left that claims more than it holds.  Prints one row per item of the issue and the
+total.  Every attempt runs ``python -m mechint`` in a fresh process (about a minute in
+all, two of the signal attempts and the scheduler one take longest).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+RUN = ["run", "--system", "euler-top", "--inertia", "2,1,0.6667", "--x0", "0.45,0,0.89",
+       "--integrator", "kahan", "--h", "0.01", "--quiet"]  # fmt: skip
+LIMIT = 60.0
+
+
+def mechint(args, timeout=LIMIT, **kw):
+    """(exit code, stdout, stderr) of ``python -m mechint *args`` (code None: hung)."""
+    try:
+        p = subprocess.run([sys.executable, "-m", "mechint", *map(str, args)],
+                           capture_output=True, text=True, timeout=timeout, **kw)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return None, "", "hung"
+    return p.returncode, p.stdout, p.stderr
+
+
+def clean(code, err, codes=(1, 2)) -> bool:
+    """Refused in one line (no traceback)."""
+    return (code in codes and err.strip().count("\n") == 0 and "Traceback" not in err
+            and "internal error" not in err)  # fmt: skip
+
+
+def attrs(path):
+    import h5netcdf
+
+    with h5netcdf.File(path, "r") as fh:
+        return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in fh.attrs.items()}
+
+
+def unfinished(d: Path, name: str, extra=()) -> Path:
+    """A run of 10^4 steps stopped after its first checkpoint (SIGINT)."""
+    out = d / name
+    proc = subprocess.Popen([sys.executable, "-m", "mechint", *RUN[:-1], "--steps",
+                             "40000000", "--save-every", "100000", "--checkpoint-every", "0",
+                             *extra, "--out", str(out)], stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + LIMIT
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=LIMIT)
+    return out
+
+
+def item1(d):
+    """Resume with another --order, --variant, --scheme."""
+    rows = []
+    for base, other in [
+        (["--integrator", "rigid-body-splitting", "--order", "2"], ["--order", "4"]),
+        (["--integrator", "rigid-body-splitting", "--variant", "xyzyx"], ["--variant", "zyxyz"]),
+        (["--integrator", "composition", "--scheme", "yoshida4"], ["--scheme", "suzuki4"]),
+    ]:
+        out = unfinished(d, f"m{len(rows)}.nc", base)
+        before = out.read_bytes() if out.exists() else b""
+        args = [*RUN[:-1], "--steps", "40000000", "--save-every", "100000", *base, *other,
+                "--out", out, "--resume", "--quiet"]  # fmt: skip
+        code, _, err = mechint(args)
+        rows.append(clean(code, err, (2,)) and out.read_bytes() == before)
+    return rows
+
+
+def item2(d):
+    """SIGINT, SIGTERM, five SIGTERMs on a run saving every step."""
+    rows = []
+    for sig, count in [(signal.SIGINT, 1), (signal.SIGTERM, 1), (signal.SIGTERM, 5)]:
+        out = d / f"s{len(rows)}.nc"
+        proc = subprocess.Popen([sys.executable, "-m", "mechint", *RUN, "--steps",
+                                 "1000000000", "--save-every", "1000", "--out", str(out)],
+                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+        deadline = time.monotonic() + LIMIT
+        while not out.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        for _ in range(count):
+            proc.send_signal(sig)
+            time.sleep(0.01)
+        try:
+            proc.wait(timeout=20)
+            ok = proc.returncode == 130 and out.exists() and attrs(out)["complete"] == 0
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            ok = False
+        rows.append(ok)
+    return rows
+
+
+def item3(d):
+    """Requests that cannot fit, and a divisor search over 10^21 steps."""
+    rows = []
+    for args, limit in [
+        ([*RUN, "--steps", "1000000000", "--save-every", "1", "--out", d / "big.nc"], 30),
+        ([*RUN, "--steps", "100000000000", "--save-every", "1", "--out", d / "huge.csv"], 30),
+        ([*RUN, "--steps", str(10**21), "--save-every", "7", "--out", d / "div.nc"], 10),
+        (
+            [
+                "compare",
+                "--system",
+                "euler-top",
+                "--inertia",
+                "2,1,0.6667",
+                "--x0",
+                "0.45,0,0.89",
+                "--integrators",
+                "kahan",
+                "--h",
+                "1e-9",
+                "--T",
+                "1e9",
+                "--out",
+                d / "c.png",
+            ],
+            30,
+        ),
+    ]:
+        code, _, err = mechint(args, timeout=limit)
+        rows.append(clean(code, err, (2,)))
+    return rows
+
+
+def item4(d):
+    """Resume over a flipped data byte, an edited last state, a steps attribute that
+    disagrees with the data, no checksum."""
+    import h5netcdf
+
+    rows = []
+    for how in ("byte", "state", "steps", "checksum"):
+        out = unfinished(d, f"t{how}.nc")
+        if how == "byte":
+            data = bytearray(out.read_bytes())
+            with h5netcdf.File(out, "r") as fh:
+                m = np.asarray(fh.variables["m"][...])
+            at = bytes(data).find(m[1].tobytes())
+            data[at + 3] ^= 0x10
+            out.write_bytes(bytes(data))
+        else:
+            with h5netcdf.File(out, "a") as fh:
+                if how == "state":
+                    fh.variables["m"][-1, 0] = fh.variables["m"][-1, 0] * (1 + 1e-15)
+                elif how == "steps":
+                    fh.attrs["steps"] = int(fh.attrs["steps"]) + 100000
+                else:
+                    del fh.attrs["checksum"]
+        before = out.read_bytes()
+        code, _, err = mechint([*RUN[:-1], "--steps", "40000000", "--save-every", "100000",
+                                "--out", out, "--resume", "--quiet"])  # fmt: skip
+        rows.append(clean(code, err, (2,)) and out.read_bytes() == before)
+    return rows
+
+
+def item5(d):
+    """Two runs on one --out; a new run over an unfinished one."""
+    out = d / "two.nc"
+    first = subprocess.Popen([sys.executable, "-m", "mechint", *RUN, "--steps", "40000000",
+                              "--save-every", "100000", "--out", str(out)],
+                             stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + LIMIT
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    code, _, err = mechint([*RUN, "--steps", "1000", "--out", out])
+    second = clean(code, err, (2,))
+    first.send_signal(signal.SIGINT)
+    first.wait(timeout=LIMIT)
+    code, _, err = mechint([*RUN, "--steps", "1000", "--out", out])
+    return [second, clean(code, err, (2,)) and attrs(out)["complete"] == 0]
+
+
+def item6(d):
+    code, out, _err = mechint(["check", "--system", "euler-top", "--inertia", "2,1,0.6667",
+                              "--x0", "1e200,1e200,1e200", "--integrator", "kahan", "--h",
+                              "0.1"])  # fmt: skip
+    return [code == 1 and "exact (round-off)" not in out.split("Poisson")[-1][:200]]
+
+
+def item7(d):
+    """A closed port, and a listener that is not Dask."""
+    toml = d / "e.toml"
+    toml.write_text(TOML.format(h="0.01", i='["kahan"]', extra=""))
+    rows = []
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    t = time.monotonic()
+    code, _, err = mechint(["sweep", toml, "--out", d / "s.nc", "--scheduler",
+                            f"tcp://127.0.0.1:{port}"], timeout=40)  # fmt: skip
+    rows.append(clean(code, err, (2,)) and time.monotonic() - t < 15)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        t = time.monotonic()
+        code, _, err = mechint(["sweep", toml, "--out", d / "s.nc", "--scheduler",
+                                f"tcp://127.0.0.1:{port}"], timeout=40)  # fmt: skip
+        rows.append(clean(code, err, (2,)) and time.monotonic() - t < 15)
+    return rows
+
+
+def _npy_header(shape: str, descr: str = "<f8") -> bytes:
+    h = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }"
+    h = h + " " * (118 - len(h)) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h.encode()
+
+
+TOML = ('steps = 10\nh = {h}\nintegrators = {i}\n[system]\nname = "euler-top"\n'
+        'inertia = [2, 1, 0.6667]\n[initial]\nm = [[0.45, 0, 0.89]]\n{extra}')  # fmt: skip
+
+
+def item8(d):
+    """Files and values that used to give a traceback."""
+    files = {
+        "hdr.npy": b"\x93NUMPY\x01\x00\x10\x00{'descr': '<f8', \n" + b"\0" * 24,
+        "huge.npy": _npy_header("(1000000000000, 3)"),
+        "obj.json": b'{"a": 1}',
+        "deep.json": b"[" * 100000 + b"]" * 100000,
+        "junk.npy": os.urandom(64),
+    }
+    rows = []
+    for name, content in files.items():
+        (d / name).write_bytes(content)
+        code, _, err = mechint([*RUN, "--steps", "10", "--x0", d / name, "--out", d / "o.nc",
+                                "--overwrite"])  # fmt: skip
+        rows.append(clean(code, err, (2,)))
+    np.save(d / "struct.npy", np.zeros(3, dtype=[("a", float)]))
+    code, _, err = mechint([*RUN, "--steps", "10", "--x0", d / "struct.npy", "--out",
+                            d / "o.nc", "--overwrite"])  # fmt: skip
+    rows.append(clean(code, err, (2,)))
+    code, _, err = mechint(["check", "--system", "euler-top", "--inertia", "2,1,0.6667",
+                            "--x0", "0.45,0,0.89", "--integrator", "kahan",
+                            "--h", "1e308"])  # fmt: skip
+    rows.append(clean(code, err))
+    code, _, err = mechint(["compare", "--system", "euler-top", "--inertia", "2,1,0.6667",
+                            "--x0", "0.45,0,0.89", "--integrators", "kahan", "--h", "0.1",
+                            "--T", "1e308", "--out", d / "c.png"])  # fmt: skip
+    rows.append(clean(code, err))
+    for name, content in {
+        "type.toml": TOML.format(h='"x"', i='["kahan"]', extra="").encode(),
+        "bin.toml": os.urandom(300),
+        "deep.toml": b"a = " + b"[" * 100000 + b"]" * 100000,
+    }.items():
+        (d / name).write_bytes(content)
+        code, _, err = mechint(["sweep", d / name, "--out", d / "s.nc"])
+        rows.append(clean(code, err, (2,)))
+    locked = d / "locked"
+    locked.mkdir()
+    os.chmod(locked, 0o500)
+    code, _, err = mechint([*RUN, "--steps", "10", "--out", locked / "o.nc"])
+    os.chmod(locked, 0o700)
+    rows.append(clean(code, err))
+    return rows
+
+
+def item9(d):
+    """Input that used to be accepted silently."""
+    rows = []
+    np.save(d / "complex.npy", np.array([0.45 + 1j, 0, 0.89]))
+    (d / "bool.json").write_text("[true, false, true]")
+    for name in ("complex.npy", "bool.json"):
+        code, _, err = mechint([*RUN, "--steps", "10", "--x0", d / name, "--out", d / "o.nc",
+                                "--overwrite"])  # fmt: skip
+        rows.append(clean(code, err, (2,)))
+    for extra, h, i in [("[initial.random]\ncnt = 3\nsead = 1\n", "0.01", '["kahan"]'),
+                        ("", "[]", '["kahan"]'), ("", "0.01", "[]")]:  # fmt: skip
+        (d / "x.toml").write_text(TOML.format(h=h, i=i, extra=extra))
+        code, _, err = mechint(["sweep", d / "x.toml", "--out", d / "s.nc"])
+        rows.append(clean(code, err, (2,)))
+    code, _, err = mechint(["demo", "--out", ""], cwd=d)
+    rows.append(clean(code, err, (2,)))
+    code, _, err = mechint([*RUN[:6], "-0.45,0,0.89", *RUN[7:], "--steps", "10", "--out",
+                            d / "neg.nc"])  # fmt: skip
+    rows.append(code == 0)
+    api = [
+        "mi.diagnostics.poisson_defect(top, mi.integrators.Kahan(), x, 0.0)",
+        "mi.simulate(top, mi.integrators.Kahan(), x, 0.01, 10, chunk_steps=0)",
+        "mi.integrators.Composition(mi.integrators.StormerVerlet, 'yoshida4')",
+        "mi.diagnostics.compare(top, [], x, 0.1, 1.0)",
+        "mi.diagnostics.check(top, mi.integrators.Kahan(), x, 'h')",
+    ]
+    for call in api:
+        code = PROBE.replace("CALL", call)
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=LIMIT)
+        rows.append(p.returncode == 2)
+    return rows
+
+
+PROBE = """import numpy as np, mechint as mi
+top = mi.systems.EulerTop((2, 1, 0.6667))
+x = np.array([0.45, 0, 0.89])
+try:
+    CALL
+except mi.errors.InputError:
+    raise SystemExit(2)
+raise SystemExit(0)
+"""
+
+ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,
+         "3 no resource check": item3, "4 resume trusts the file": item4,
+         "5 two runs on one --out": item5, "6 NaN verdicts": item6, "7 scheduler": item7,
+         "8 tracebacks": item8, "9 silently accepted": item9}  # fmt: skip
+
+
+def main() -> None:
+    total = good = 0
+    print("| item | attempts | handled well |\n|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, attack in ITEMS.items():
+            d = Path(tmp) / name.split()[0]
+            d.mkdir()
+            try:
+                rows = attack(d)
+            except Exception as exc:  # the harness met a version it cannot drive
+                print(f"| {name} | ? | harness failed: {type(exc).__name__}: {exc} |")
+                continue
+            total, good = total + len(rows), good + sum(rows)
+            print(f"| {name} | {len(rows)} | {sum(rows)} |", flush=True)
+    print(f"| **all** | {total} | {good} |")
+    json.dump({"attempts": total, "handled_well": good}, sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

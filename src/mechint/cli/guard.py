@@ -1,0 +1,80 @@
+"""What every command that writes a file shares: one writer per file, an unfinished
+run kept unless replaced on purpose, and signals that end a run between chunks."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+from pathlib import Path
+
+from mechint import io
+from mechint.errors import InputError
+
+
+class Stop:
+    """SIGINT and SIGTERM handler: the first signal sets a flag that the run reads after
+    each chunk (a chunk is short), so the run ends with its checkpoint written; a second
+    signal exits at once (the file then holds the last checkpoint).  Raising from the
+    handler instead could land inside a JAX or garbage-collector callback, where Python
+    prints the exception and drops it."""
+
+    def __init__(self):
+        self.signum: int | None = None
+
+    def __call__(self, signum, frame):
+        if self.signum is not None:
+            os.write(2, b"mechint: second signal: stopped at once; --out holds the last "
+                        b"checkpoint; continue with --resume\n")  # fmt: skip
+            os._exit(130)
+        self.signum = signum
+
+    def check(self) -> None:
+        if self.signum is not None:
+            raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def exclusive(out: Path):
+    """Hold an exclusive lock on ``out`` (a lock file beside it, released by the kernel
+    however this process ends): a second run on the same --out is refused in one line."""
+    lock = out.with_name(f".{out.name}.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise InputError("--out", f"{str(out)!r} is being written by another mechint "
+                             f"run (pid {holder})", "wait for it to end, or choose another "
+                             "--out") from None  # fmt: skip
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        try:
+            yield
+        finally:
+            lock.unlink(missing_ok=True)  # while still held: a waiter finds no stale lock
+    finally:
+        os.close(fd)
+
+
+def keep_unfinished(out: Path) -> None:
+    """InputError if ``out`` holds an unfinished mechint run (it would be discarded)."""
+    attrs = io.saved_attrs(out)
+    if attrs is not None and int(attrs.get("complete", 1)) == 0:
+        raise InputError("--out", f"{str(out)!r} holds an unfinished run ({attrs.get('steps')} "
+                         f"of {attrs.get('steps_requested')} steps)", "continue it with "
+                         "--resume, or replace it with --overwrite")  # fmt: skip
+
+
+@contextlib.contextmanager
+def stop_on_signals():
+    """A ``Stop`` installed for SIGINT and SIGTERM while the block runs."""
+    stop = Stop()
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

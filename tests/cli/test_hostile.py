@@ -1,0 +1,320 @@
+"""Issue 18 (8, 9): hostile input is one line and exit 2, before any work; and the
+property "no argument list or file makes the CLI print a traceback, hang, or leave a file
+that claims to be complete when it is not", tested with hypothesis."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import mechint as mi
+from mechint import io
+from tests.cli.helpers import invoke
+
+RUN = [
+    "run",
+    "--system",
+    "euler-top",
+    "--inertia",
+    "2,1,0.6667",
+    "--integrator",
+    "kahan",
+    "--h",
+    "0.01",
+    "--steps",
+    "10",
+    "--quiet",
+]
+TOML = (
+    'steps = 10\nh = {h}\nintegrators = {integrators}\n[system]\nname = "euler-top"\n'
+    "inertia = [2, 1, 0.6667]\n[initial]\nm = [[0.45, 0, 0.89]]\n{extra}"
+)
+
+
+def _npy_header(shape: str) -> bytes:
+    h = "{'descr': '<f8', 'fortran_order': False, 'shape': " + shape + ", }"
+    h = h + " " * (118 - len(h)) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h.encode()
+
+
+STATE_FILES = {
+    "complex.npy": ("npy", np.array([0.45 + 1j, 0, 0.89]), "complex128"),
+    "struct.npy": ("npy", np.zeros(3, dtype=[("a", float)]), "values"),
+    "object.npy": ("raw", _npy_header("(3,)").replace(b"<f8", b"|O8"), "values"),
+    "truncated.npy": ("raw", _npy_header("(3,)") + b"\0" * 8, "does not hold"),
+    "huge.npy": ("raw", _npy_header("(1000000000000, 3)"), "does not hold"),
+    "badheader.npy": (
+        "raw",
+        b"\x93NUMPY\x01\x00\x10\x00{'descr': '<f8', \n" + b"\0" * 24,
+        "cannot read numbers",
+    ),
+    "notnpy.npy": ("raw", b"hello world", "cannot read numbers"),
+    "object.json": ("text", '{"a": 1}', "holds dict"),
+    "bools.json": ("text", "[true, false, true]", "holds bool"),
+    "strings.json": ("text", '["0.45", 0, 0.89]', "holds str"),
+    "null.json": ("text", "[null, 0, 0.89]", "holds NoneType"),
+    "ragged.json": ("text", "[[1, 2], [3]]", "rectangular"),
+    "deep.json": ("text", "[" * 100_000 + "]" * 100_000, "cannot read numbers"),
+    "nested.json": ("text", "[[[[[[1]]]]]]", "deeper"),
+    "binary.json": ("raw", bytes(range(256)), "cannot read numbers"),
+}
+
+
+@pytest.mark.parametrize("name", list(STATE_FILES))
+def test_a_hostile_state_file_is_one_line(name, tmp_path, capsys):
+    kind, content, needle = STATE_FILES[name]
+    path = tmp_path / name
+    if kind == "npy":
+        np.save(path, content)
+    elif kind == "raw":
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    out = tmp_path / "o.nc"
+    code, _, err = invoke([*RUN, "--x0", str(path), "--out", str(out)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "--x0" in err and needle in err, err
+    assert not out.exists()
+
+
+EXPERIMENTS = {
+    "binary": (bytes(range(256)) * 4, "not valid TOML"),
+    "deep": (("a = " + "[" * 100_000 + "]" * 100_000).encode(), "nested too deeply"),
+    "wrong type": (TOML.format(h='"x"', integrators='["kahan"]', extra="").encode(), "h:"),
+    "typos in random": (
+        TOML.format(
+            h="0.01", integrators='["kahan"]', extra="[initial.random]\ncnt = 3\nsead = 1\n"
+        ).encode(),
+        "unknown keys ['cnt', 'sead']",
+    ),
+    "empty h": (TOML.format(h="[]", integrators='["kahan"]', extra="").encode(), "h: is an empty"),
+    "empty integrators": (
+        TOML.format(h="0.01", integrators="[]", extra="").encode(),
+        "integrators: is an empty",
+    ),
+    "integrators not a list": (
+        TOML.format(h="0.01", integrators="3", extra="").encode(),
+        "expected a list",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_a_hostile_experiment_is_one_line(name, tmp_path, capsys):
+    content, needle = EXPERIMENTS[name]
+    path = tmp_path / "e.toml"
+    path.write_bytes(content)
+    out = tmp_path / "s.nc"
+    code, _, err = invoke(["sweep", str(path), "--out", str(out)], capsys)
+    assert code == 2 and err.count("\n") == 1 and needle in err, err
+    assert not out.exists()
+
+
+def test_a_leading_minus_is_a_value_and_an_empty_demo_folder_is_refused(tmp_path, capsys):
+    out = tmp_path / "o.nc"
+    code, _, err = invoke([*RUN, "--x0", "-0.45,0,0.89", "--out", str(out)], capsys)
+    assert code == 0, err
+    with io_open(out) as attrs:
+        assert attrs["complete"] == 1
+    code, _, err = invoke(["demo", "--out", ""], capsys)
+    assert code == 2 and "--out: is empty" in err
+
+
+class io_open:
+    def __init__(self, path):
+        self.attrs = io.saved_attrs(path)
+
+    def __enter__(self):
+        return self.attrs
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_an_output_folder_that_becomes_unwritable_is_one_line(tmp_path, capsys, monkeypatch):
+    """The run stops at the checkpoint that cannot be written, in one line (exit 1)."""
+    from mechint import runfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / "o.nc"))
+
+    monkeypatch.setattr(runfile.RunFile, "_merge", refuse)
+    code, _, err = invoke([*RUN, "--x0", "0.45,0,0.89", "--out", str(tmp_path / "o.nc")], capsys)
+    assert code == 1 and err.count("\n") == 1 and "Permission denied" in err, err
+
+
+TOP = mi.systems.EulerTop((2.0, 1.0, 0.6667))
+X = np.array([0.45, 0.0, 0.89])
+
+
+@pytest.mark.parametrize(
+    ("call", "needle"),
+    [
+        (lambda: mi.diagnostics.poisson_defect(TOP, mi.integrators.Kahan(), X, 0.0), "h: must"),
+        (lambda: mi.diagnostics.check(TOP, mi.integrators.Kahan(), X, "h"), "h: expected"),
+        (
+            lambda: mi.simulate(TOP, mi.integrators.Kahan(), X, 0.01, 10, chunk_steps=0),
+            "chunk_steps",
+        ),
+        (lambda: mi.diagnostics.compare(TOP, [], X, 0.1, 1.0), "integrators: expected"),
+        (
+            lambda: mi.integrators.Composition(mi.integrators.StormerVerlet, "yoshida4"),
+            "pass an instance",
+        ),
+        (lambda: mi.systems.EulerTop([[2, 1, 0.6667]]), "an array of shape (1, 3)"),
+    ],
+    ids=["poisson h=0", "check h str", "chunk_steps=0", "compare []", "class", "2-d inertia"],
+)
+def test_api_misuse_is_an_input_error_naming_the_parameter(call, needle):
+    with pytest.raises(mi.errors.InputError, match=None) as info:
+        call()
+    assert needle in str(info.value), str(info.value)
+
+
+# --- the property ---------------------------------------------------------------------
+NUMBERS = st.sampled_from(
+    [
+        "0.45,0,0.89",
+        "-0.45,0,0.89",
+        "1e308,1e308,1e308",
+        "nan,0,1",
+        "0,0,0",
+        "1,2",
+        "1;2;3",
+        "",
+        "abc",
+        "inf,0,0",
+        "1e-320,0,0",
+        "0.45,0,0.89;0.89,0.1,0.45",
+        "--",
+        "-",
+        "2,1,0.6667",
+    ]
+)
+VALUES = st.one_of(
+    NUMBERS,
+    st.sampled_from(
+        [
+            "0",
+            "-1",
+            "1e308",
+            "1e-308",
+            "10",
+            "7",
+            "1.5",
+            "nan",
+            "10000000000000000000000",
+            "0x10",
+            "x",
+        ]
+    ),
+    st.text(max_size=12),
+)
+COMMON = ["--system", "--inertia", "--x0", "--h", "--order", "--m0", "--chi", "--gamma0"]
+OPTIONS = {
+    "run": [
+        *COMMON,
+        "--integrator",
+        "--steps",
+        "--save-every",
+        "--dtype",
+        "--orientation",
+        "--checkpoint-every",
+    ],
+    "check": [*COMMON, "--integrator"],
+    "compare": [*COMMON, "--integrators", "--T"],
+}
+SYSTEMS = st.sampled_from(["euler-top"] * 5 + ["heavy-top", "free-rigid-body", "nope"])
+INTEGRATORS = st.sampled_from(
+    [
+        "kahan",
+        "midpoint",
+        "discrete-lagrangian",
+        "explicit-euler",
+        "rigid-body-splitting",
+        "Kahan",
+        "verlet",
+    ]
+)
+
+
+@st.composite
+def argv(draw):
+    command = draw(st.sampled_from(["run", "check", "compare"]))
+    name = "--integrators" if command == "compare" else "--integrator"
+    args = [command, "--system", draw(SYSTEMS), name, draw(INTEGRATORS)]
+    args += ["--inertia", "2,1,0.6667", "--x0", "0.45,0,0.89", "--h", "0.01"]
+    args += {"run": ["--steps", "20"], "check": [], "compare": ["--T", "0.2"]}[command]
+    for _ in range(draw(st.integers(0, 2))):  # override or add options, hostile values
+        args += [draw(st.sampled_from(OPTIONS[command])), draw(VALUES)]
+    return args
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(args=argv())
+def test_no_argument_list_gives_a_traceback_or_a_file_claiming_too_much(args, tmp_path, capsys):
+    """Random and hostile arguments: exit 0, 1 or 2 (never an internal error), at most
+    one line on stderr when refused, and a file left behind says whether it is complete."""
+    out = (
+        tmp_path
+        / f"p{abs(hash(tuple(args))) % 10**9}"
+        / ("o.png" if args[0] == "compare" else "o.nc")
+    )
+    out.parent.mkdir(exist_ok=True)
+    out.unlink(missing_ok=True)
+    full = [*args, "--out", str(out)] if args[0] != "check" else args
+    if args[0] == "run":
+        full += ["--quiet", "--overwrite"]
+    try:
+        code, _, err = invoke(full, capsys)
+    except Exception as exc:  # pragma: no cover - the failure this test exists to catch
+        pytest.fail(f"{args}: {type(exc).__name__}: {exc}")
+    assert code in (0, 1, 2), (args, code, err)
+    assert "internal error" not in err and "Traceback" not in err, (args, err)
+    if code == 2:
+        assert err.count("\n") == 1, (args, err)
+    if out.exists() and args[0] == "run":
+        attrs = io.saved_attrs(out)
+        assert attrs is not None and (int(attrs["complete"]) == 1) == (code == 0), (args, code)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    data=st.one_of(st.binary(max_size=300), st.text(max_size=300).map(str.encode)),
+    suffix=st.sampled_from([".npy", ".json", ".toml"]),
+)
+def test_no_file_content_gives_a_traceback(data, suffix, tmp_path, capsys):
+    """Random bytes as a state file (.npy, .json) or an experiment (.toml)."""
+    path = tmp_path / f"f{suffix}"
+    path.write_bytes(data)
+    out = tmp_path / "o.nc"
+    argv = (
+        ["sweep", str(path), "--out", str(out)]
+        if suffix == ".toml"
+        else [*RUN, "--x0", str(path), "--out", str(out), "--overwrite"]
+    )
+    code, _, err = invoke(argv, capsys)
+    assert code in (0, 2), (data[:60], err)
+    assert "internal error" not in err and (code == 0 or err.count("\n") == 1), (data[:60], err)
+    for p in (out, path):
+        if p.exists() and p != path:
+            os.unlink(p)
+
+
+def test_a_valid_json_state_still_reads(tmp_path, capsys):
+    path = tmp_path / "x0.json"
+    path.write_text(json.dumps([[0.45, 0, 0.89], [0.89, 0.1, 0.45]]))
+    code, _, err = invoke([*RUN, "--x0", str(path), "--out", str(tmp_path / "o.nc")], capsys)
+    assert code == 0, err

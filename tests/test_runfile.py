@@ -1,0 +1,179 @@
+"""A run streamed to its file (issue 18): memory bounded by a chunk, checkpoints O(chunk)
+amortised, the same file as a trajectory written at once, and segments that a resumed
+run takes only when every checksum agrees."""
+
+import itertools
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import mechint as mi
+from mechint import io, runfile
+from mechint.runfile import RunFile
+from tests.cli.helpers import invoke
+
+TOP = mi.systems.EulerTop((2.0, 1.0, 0.6667))
+X0 = np.array([[0.45, 0.0, 0.89], [0.89, 0.1, 0.45]])
+
+
+def _stream(out, system, integrator, x0, h, steps, every, chunk, **kw):
+    """A run streamed to ``out`` in chunks of ``chunk`` body-steps, a checkpoint each."""
+    writer = RunFile(out, system, integrator, h, every, steps, "float64", every=0.0, **kw)
+    merges = []
+    merge = writer._merge
+
+    def counted():
+        merges.append(writer.merged + sum(c for _, _, c in writer.segments))
+        merge()
+
+    writer._merge = counted
+    traj = mi.simulate(system, integrator, x0, h, steps, every, keep=False,
+                       on_chunk=writer.append, chunk_steps=chunk)  # fmt: skip
+    writer.close()
+    return traj, merges
+
+
+def _same_file(a, b, system=TOP):
+    """The same file: every saved array bit for bit (the checksum too); the invariants,
+    computed chunk by chunk, to round-off (XLA may vectorise a chunk differently)."""
+    derived = set(system.invariants(np.zeros(system.state_shape)))
+    with xr.open_dataset(a, engine="h5netcdf") as da, xr.open_dataset(b, engine="h5netcdf") as db:
+        assert set(da.variables) == set(db.variables)
+        for k in db.variables:
+            assert da[k].dims == db[k].dims, k
+            if k in derived:
+                scale = np.max(np.abs(db[k].values))
+                assert np.max(np.abs(da[k].values - db[k].values)) <= 4e-16 * scale, k
+            else:
+                assert np.array_equal(da[k].values, db[k].values), k
+        assert {k: str(v) for k, v in da.attrs.items() if k != "created"} == {
+            k: str(v) for k, v in db.attrs.items() if k != "created"
+        }
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["one", "batch"])
+def test_a_streamed_run_writes_the_file_of_the_whole_trajectory(batched, tmp_path):
+    """Chunks of 200 body-steps (51 checkpoints): the NetCDF and CSV files equal those of
+    the trajectory written at once, checksum included, and the merges double the file."""
+    x0 = X0 if batched else X0[0]
+    kahan = mi.integrators.Kahan()
+    whole = mi.simulate(TOP, kahan, x0, 0.01, 5000, 10)
+    whole.save(tmp_path / "whole.nc")
+    whole.save(tmp_path / "whole.csv")
+    last, merges = _stream(tmp_path / "s.nc", TOP, kahan, x0, 0.01, 5000, 10, 200)
+    _same_file(tmp_path / "s.nc", tmp_path / "whole.nc")
+    assert not runfile.segment_dir(tmp_path / "s.nc").exists()
+    # each merge at least doubles the file (but the last): about log2(chunks) merges
+    assert all(b >= 2 * a for a, b in itertools.pairwise(merges[:-1])), merges
+    assert len(merges) <= 8, merges
+    # keep=False: the returned trajectory is the last sample, with the whole run's steps
+    assert last.steps == 5000 and len(last.t) == 1 and last.t[0] == whole.t[-1]
+    axis = 1 if batched else 0
+    assert np.array_equal(np.take(last.x, [-1], axis), np.take(whole.x, [-1], axis))
+    _stream(tmp_path / "s.csv", TOP, kahan, x0, 0.01, 5000, 10, 200)
+    lines = [(tmp_path / f).read_text().splitlines() for f in ("s.csv", "whole.csv")]
+    assert [a for a in lines[0] if "created" not in a] == [
+        b for b in lines[1] if "created" not in b
+    ]
+    assert io.read_csv(tmp_path / "s.csv").keys() == io.read_csv(tmp_path / "whole.csv").keys()
+
+
+def test_the_attitude_and_a_structured_state_stream_too(tmp_path):
+    """The free rigid body on so(4) with its attitude g_k: the streamed file equals the
+    whole trajectory's (fields m and g, every sample)."""
+    body = mi.systems.FreeRigidBody([1.0, 2.0, 3.0, 4.5])
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 4))
+    m0 = a - a.T
+    dl = mi.integrators.DiscreteLagrangian()
+    whole = mi.simulate(body, dl, m0, 0.05, 400, 4, orientation=np.eye(4))
+    whole.save(tmp_path / "whole.nc")
+    writer = RunFile(tmp_path / "s.nc", body, dl, 0.05, 4, 400, "float64", every=0.0)
+    mi.simulate(body, dl, m0, 0.05, 400, 4, orientation=np.eye(4), keep=False,
+                on_chunk=writer.append, chunk_steps=40)  # fmt: skip
+    writer.close()
+    _same_file(tmp_path / "s.nc", tmp_path / "whole.nc", body)
+
+
+RUN = ["run", "--system", "euler-top", "--inertia", "2,1,0.6667", "--x0", "0.45,0,0.89",
+       "--integrator", "kahan", "--h", "0.01", "--steps", "6000", "--save-every", "10",
+       "--quiet"]  # fmt: skip
+
+
+def _killed(out, steps_done):
+    """What a run killed after ``steps_done`` steps leaves: --out and segments beside it
+    (checkpoints of 300 steps, the last ones not yet merged)."""
+    writer = RunFile(out, TOP, mi.integrators.Kahan(), 0.01, 10, 6000, "float64", every=0.0)
+    mi.simulate(TOP, mi.integrators.Kahan(), X0[0], 0.01, steps_done, 10, keep=False,
+                on_chunk=writer.append, chunk_steps=300)  # fmt: skip
+    return writer  # never closed: the process died
+
+
+def test_resume_takes_the_file_and_its_segments_bit_for_bit(tmp_path, capsys):
+    out = tmp_path / "run.nc"
+    writer = _killed(out, 3900)
+    assert writer.segments and writer.merged < writer.samples  # some samples only in segments
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert ds.attrs["complete"] == 0 and ds.attrs["steps"] == writer.on_file
+    code, _, err = invoke([*RUN, "--out", str(out), "--resume"], capsys)
+    assert code == 0, err
+    whole = mi.simulate(TOP, mi.integrators.Kahan(), X0[0], 0.01, 6000, 10)
+    whole.save(tmp_path / "whole.nc")
+    _same_file(out, tmp_path / "whole.nc")
+    assert not runfile.segment_dir(out).exists()
+
+
+@pytest.mark.parametrize("tamper", ["segment data", "segment gap", "foreign segment"])
+def test_resume_refuses_segments_that_do_not_belong(tamper, tmp_path, capsys):
+    out = tmp_path / "run.nc"
+    writer = _killed(out, 3900)
+    path = writer.segments[-1][0]
+    if tamper == "segment data":
+        with np.load(path) as seg:
+            arrays = dict(seg)
+        arrays["a/m"][-1, 0] = np.nextafter(arrays["a/m"][-1, 0], 1.0)
+        np.savez(path, **arrays)
+        needle = "changed after it was written"
+    elif tamper == "segment gap":
+        writer.segments[0][0].unlink()
+        needle = "starts at sample"
+    else:
+        other = RunFile(tmp_path / "other.nc", TOP, mi.integrators.Kahan(), 0.02, 10, 6000,
+                        "float64", every=0.0)  # fmt: skip
+        mi.simulate(TOP, mi.integrators.Kahan(), X0[0], 0.02, 3900, 10, keep=False,
+                    on_chunk=other.append, chunk_steps=300)  # fmt: skip
+        for p in runfile.segment_dir(out).glob("*.npz"):
+            p.unlink()
+        for p, first, _ in other.segments:
+            if first >= writer.merged:
+                p.rename(runfile.segment_dir(out) / p.name)
+        needle = "another run"
+    before = out.read_bytes()
+    code, _, err = invoke([*RUN, "--out", str(out), "--resume"], capsys)
+    assert code == 2 and err.count("\n") == 1 and needle in err, err
+    assert out.read_bytes() == before
+
+
+def test_a_merged_segment_left_by_a_kill_is_skipped(tmp_path, capsys):
+    """Killed between the rename of a merged file and the removal of its segments: the
+    segments already in the file are not taken twice."""
+    out = tmp_path / "run.nc"
+    writer = _killed(out, 3900)
+    kept = [(p, p.read_bytes()) for p, _, _ in writer.segments]
+    writer.checkpoint(merge=True)  # merged, segments removed ...
+    for p, data in kept:  # ... but as if the kill came before their removal
+        p.write_bytes(data)
+    code, _, err = invoke([*RUN, "--out", str(out), "--resume"], capsys)
+    assert code == 0, err
+    whole = mi.simulate(TOP, mi.integrators.Kahan(), X0[0], 0.01, 6000, 10)
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert np.array_equal(ds["m"].values, whole.x) and ds.attrs["complete"] == 1
+
+
+def test_a_plot_of_a_long_run_reads_a_bounded_sample(tmp_path):
+    whole = mi.simulate(TOP, mi.integrators.Kahan(), X0, 0.01, 5000, 1)
+    whole.save(tmp_path / "w.nc")
+    drawn = RunFile.trajectory(tmp_path / "w.nc", TOP, mi.integrators.Kahan(), most=1000)
+    assert drawn.x.shape == (2, 834, 3) and drawn.t[1] == 0.06
+    assert np.array_equal(drawn.x, whole.x[:, ::6])
