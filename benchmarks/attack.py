@@ -57,7 +57,7 @@ def unfinished(d: Path, name: str, extra=()) -> Path:
     """A run of 10^4 steps stopped after its first checkpoint (SIGINT)."""
     out = d / name
     proc = subprocess.Popen([sys.executable, "-m", "mechint", *RUN[:-1], "--steps",
-                             "40000000", "--save-every", "100000", "--checkpoint-every", "0",
+                             "4000000000", "--save-every", "1000000", "--checkpoint-every", "0",
                              *extra, "--out", str(out)], stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + LIMIT
     while not out.exists() and time.monotonic() < deadline:
@@ -72,12 +72,12 @@ def item1(d):
     rows = []
     for base, other in [
         (["--integrator", "rigid-body-splitting", "--order", "2"], ["--order", "4"]),
-        (["--integrator", "rigid-body-splitting", "--variant", "xyzyx"], ["--variant", "zyxyz"]),
+        (["--integrator", "discrete-gradient", "--variant", "gonzalez"], ["--variant", "itoh-abe"]),
         (["--integrator", "composition", "--scheme", "yoshida4"], ["--scheme", "suzuki4"]),
     ]:
         out = unfinished(d, f"m{len(rows)}.nc", base)
         before = out.read_bytes() if out.exists() else b""
-        args = [*RUN[:-1], "--steps", "40000000", "--save-every", "100000", *base, *other,
+        args = [*RUN[:-1], "--steps", "4000000000", "--save-every", "1000000", *base, *other,
                 "--out", out, "--resume", "--quiet"]  # fmt: skip
         code, _, err = mechint(args)
         rows.append(clean(code, err, (2,)) and out.read_bytes() == before)
@@ -165,7 +165,7 @@ def item4(d):
                 else:
                     del fh.attrs["checksum"]
         before = out.read_bytes()
-        code, _, err = mechint([*RUN[:-1], "--steps", "40000000", "--save-every", "100000",
+        code, _, err = mechint([*RUN[:-1], "--steps", "4000000000", "--save-every", "1000000",
                                 "--out", out, "--resume", "--quiet"])  # fmt: skip
         rows.append(clean(code, err, (2,)) and out.read_bytes() == before)
     return rows
@@ -174,8 +174,8 @@ def item4(d):
 def item5(d):
     """Two runs on one --out; a new run over an unfinished one."""
     out = d / "two.nc"
-    first = subprocess.Popen([sys.executable, "-m", "mechint", *RUN, "--steps", "40000000",
-                              "--save-every", "100000", "--out", str(out)],
+    first = subprocess.Popen([sys.executable, "-m", "mechint", *RUN, "--steps", "4000000000",
+                              "--save-every", "1000000", "--out", str(out)],
                              stderr=subprocess.PIPE)  # fmt: skip
     deadline = time.monotonic() + LIMIT
     while not out.exists() and time.monotonic() < deadline:
@@ -268,7 +268,7 @@ def item8(d):
     os.chmod(locked, 0o500)
     code, _, err = mechint([*RUN, "--steps", "10", "--out", locked / "o.nc"])
     os.chmod(locked, 0o700)
-    rows.append(clean(code, err))
+    rows.append(clean(code, err) or (code == 0 and os.geteuid() == 0))  # root writes anyway
     return rows
 
 
