@@ -321,11 +321,13 @@ ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,
          "8 tracebacks": item8, "9 silently accepted": item9}  # fmt: skip
 
 
-def main() -> None:
+def main(quick: bool = False) -> None:
+    """Every item; ``quick``: item 6 alone (the harness exercised in the test suite)."""
+    items = {k: v for k, v in ITEMS.items() if not quick or k.startswith("6 ")}
     total = good = 0
     print("| item | attempts | handled well |\n|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for name, attack in ITEMS.items():
+        for name, attack in items.items():
             d = Path(tmp) / name.split()[0]
             d.mkdir()
             try:
@@ -336,6 +338,7 @@ def main() -> None:
             total, good = total + len(rows), good + sum(rows)
             print(f"| {name} | {len(rows)} | {sum(rows)} |", flush=True)
     print(f"| **all** | {total} | {good} |")
+    print(f"targets: every attempt handled well: {'met' if good == total else 'NOT met'}")
     json.dump({"attempts": total, "handled_well": good}, sys.stderr)
 
 
