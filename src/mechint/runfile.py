@@ -130,9 +130,10 @@ class RunFile:
     def close(self, stopped: bool = False) -> None:
         """The last checkpoint: everything merged into the file (on a stop, only when the
         copy is small; else the segments stay for --resume)."""
-        if stopped and self._bytes(self.samples) > STOP_MERGE_BYTES:
-            self.checkpoint()
-            return
+        if stopped:
+            self.checkpoint()  # the pending samples on disk first
+            if self._held_bytes() > STOP_MERGE_BYTES:
+                return
         self.checkpoint(merge=True)
         if not self.segments:
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -142,24 +143,17 @@ class RunFile:
         """Steps held in the file itself (the rest is in segments)."""
         return max(0, self.merged - 1) * self.save_every
 
-    def _bytes(self, samples: int) -> int:
-        per = (
-            sum(int(np.size(a[..., :1])) for a in self.pending[0]["arrays"].values())
-            if (self.pending)
-            else 8
-        )
-        return samples * per * 8
+    def _held_bytes(self) -> int:
+        """Bytes a merge would copy: the file and the segments on disk."""
+        paths = [self.out, *(path for path, _, _ in self.segments)]
+        return sum(p.stat().st_size for p in paths if p.exists())
 
     def _track(self, invariants: dict, axis: int) -> None:
         """The largest relative errors of the invariants against sample 0 (float64)."""
         values = {k: np.asarray(v, dtype=np.float64) for k, v in invariants.items()}
         if self.inv0 is None:
             self.inv0 = {k: _take(v, slice(0, 1), axis) for k, v in values.items()}
-        for k, v in values.items():
-            ref = self.inv0[k]
-            err = np.abs(v - ref) / np.where(np.abs(ref) > 0, np.abs(ref), 1.0)
-            worst = float(np.max(err)) if err.size else 0.0
-            self.worst[k] = max(self.worst.get(k, 0.0), worst)
+        _worst(self.worst, values, self.inv0)
 
     def _write_segment(self) -> None:
         axis = 1 if self.batched else 0
@@ -402,7 +396,7 @@ class _Sources:
                 if not line.startswith("#"):
                     yield line
 
-    def segment_blocks(self, batched):
+    def segment_blocks(self):
         for path, _, _ in self.segments:
             with np.load(path, allow_pickle=False) as seg:
                 arrays = [(k[2:], seg[k]) for k in seg.files if k.startswith("a/")]
@@ -415,7 +409,7 @@ class _Sources:
 def _write_csv(tmp: Path, attrs: dict, sources: _Sources, batched: bool) -> None:
     with open(tmp, "w") as fh:
         header_written = False
-        for rest, invariants, t in sources.segment_blocks(batched):
+        for rest, invariants, t in sources.segment_blocks():
             if not header_written:
                 fh.write(io.csv_header(attrs, io.csv_names(rest, invariants, batched)))
                 header_written = True
