@@ -76,6 +76,8 @@ ORDERS = [
     (I.Composition(I.StormerVerlet(), "yoshida6"), 6),
     (I.Composition(I.StormerVerlet(), "kahan-li6"), 6),
     (I.Composition(I.StormerVerlet(), "kahan-li8"), 8),
+    (I.Composition(I.StormerVerlet(), "suzuki-umeno8"), 8),
+    (I.Composition(I.StormerVerlet(), "sofroniou-spaletta10"), 10),
 ]
 
 
@@ -85,19 +87,24 @@ ORDERS = [
     ids=[
         *("euler-A", "euler-B", "verlet", "midpoint", "lie-trotter", "strang"),
         *("yoshida4", "suzuki4", "yoshida6", "kahan-li6", "kahan-li8"),
+        *("suzuki-umeno8", "sofroniou-spaletta10"),
     ],
 )
 def test_observed_order_on_kepler(integrator, order):
-    """Error at T = 2 (e = 0.5) against the exact Kepler solution, fitted above 1e-11."""
+    """Error at T = 2 (e = 0.5) against the exact Kepler solution, fitted above 1e-11
+    (1e-13 at order 10)."""
     kepler, x0 = _kepler(0.5)
     T = 2.0
-    ns = np.array([25, 50, 100, 200]) if order < 8 else np.array([10, 14, 20, 28])
+    ns = {8: [10, 14, 20, 28], 10: [7, 10, 14, 20]}.get(order, [25, 50, 100, 200])
+    if getattr(getattr(integrator, "scheme", None), "name", None) == "suzuki-umeno8":
+        ns = [20, 28, 40, 56]  # its error constant is larger: asymptotic from h = 0.1
+    ns = np.array(ns)
     exact = np.concatenate(mi.exact.kepler(kepler, x0, T))
     errors = []
     for n in ns:
         traj = mi.simulate(kepler, integrator, x0, T / n, int(n), int(n))
         errors.append(np.max(np.abs(np.concatenate([traj.x[0][-1], traj.x[1][-1]]) - exact)))
-    fit = mi.diagnostics.fit_power_law(T / ns, errors, floor=1e-11)
+    fit = mi.diagnostics.fit_power_law(T / ns, errors, floor=1e-11 if order < 10 else 1e-13)
     assert fit.used.sum() >= 3, errors
     assert abs(fit.exponent - order) < 0.3, (fit.exponent, errors)
     assert integrator.traits.order == order

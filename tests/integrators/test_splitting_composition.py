@@ -70,10 +70,22 @@ def test_scheme_algebra(scheme):
     g = np.asarray(scheme.gamma)
     assert abs(g.sum() - 1.0) < 1e-15
     assert np.array_equal(g, g[::-1])
-    defects = composition_schemes.order_defects(scheme.gamma, scheme.order + 1)
-    assert max(defects[k] for k in range(1, scheme.order + 1)) < 1e-13
+    # the published decimals meet every condition to 1e-15 (in 50-digit arithmetic; the
+    # tables carry 20 to 78 digits), their float64 roundings to a few ulp
+    defects = scheme.defects(scheme.order + 1)
+    assert max(defects[k] for k in range(1, scheme.order + 1)) <= 1e-15
+    floats = scheme.float_defects()
+    assert max(floats.values()) <= 2e-15
     # the next condition fails: the declared order is the true order
-    assert defects[scheme.order + 1] > 1e-5
+    assert defects[scheme.order + 1] > 1e-7
+
+
+def test_yoshida6_is_held_to_full_precision():
+    """The 15-digit values used before left 4.6e-14 in the order-6 conditions."""
+    old = (0.784513610477560, 0.235573213359357, -1.17767998417887)
+    gamma = (*old, 1.0 - 2.0 * sum(old), *old[::-1])
+    assert max(composition_schemes.order_defects(gamma, 6).values()) > 1e-14
+    assert max(composition_schemes.SCHEMES["yoshida6"].float_defects().values()) < 1e-15
 
 
 def test_order_conditions_catch_a_wrong_coefficient():
