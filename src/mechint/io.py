@@ -33,7 +33,7 @@ def integrator_settings(integrator) -> str:
     """Every setting of ``integrator`` (its dataclass fields, nested) as JSON: what a
     resumed run must match besides the class (order, variant, scheme, solver tolerances)."""
     settings = _plain(integrator) if dataclasses.is_dataclass(integrator) else {}
-    return json.dumps(settings, sort_keys=True)
+    return json.dumps(settings, sort_keys=True, default=str)  # Decimal coefficients as written
 
 
 def run_record(system, integrator, h, save_every, steps_requested, dtype) -> dict:

@@ -238,6 +238,11 @@ SCHEMES = {
 }
 
 
+# The scheme that raises a symmetric order-2 map to each higher order (the rigid-body
+# splitting, the discrete Lagrangian map of a body in a potential).
+FOR_ORDER = {4: "suzuki4", 6: "kahan-li6", 8: "kahan-li8", 10: "sofroniou-spaletta10"}
+
+
 def get(name: str) -> CompositionScheme:
     """The scheme registered under ``name`` (InputError listing the names otherwise)."""
     return lookup("scheme", SCHEMES, name)

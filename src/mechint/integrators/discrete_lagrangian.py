@@ -46,15 +46,29 @@ import abc
 import dataclasses
 from typing import Any, ClassVar
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechint._validate import traced
-from mechint.lie import cayley, orthonormalize, so_dim, so_hat, so_vee
-from mechint.maps import Integrator, Reason, StepStatus, Traits, combine, serves_only, status
+
+from mechint._validate import traced, whole_number
+from mechint.errors import InputError
+from mechint.integrators import composition_schemes, dmv
+from mechint.lie import cayley, orthonormalize, so3, so_dim, so_hat, so_vee
+from mechint.maps import (
+    Integrator,
+    Reason,
+    Setting,
+    StepStatus,
+    Traits,
+    combine,
+    serves_only,
+    status,
+)
 from mechint.solvers import Newton
 from mechint.solvers.linear import positive_stable
 from mechint.systems import rigid
+from mechint.systems.euler_top import EulerTop, FreeTop
 
 
 def _residual(W, args):
@@ -77,27 +91,76 @@ class BodyRotationMap(Integrator):
         return x_next, st
 
 
+_order = whole_number("order")
+
+
+def moments(system) -> jnp.ndarray:
+    """The principal moments I of an n = 3 body: I = (J2+J3, J1+J3, J1+J2) = ΣJ − J."""
+    if isinstance(system, EulerTop):
+        return system.inertia
+    return jnp.sum(system.J) - system.J
+
+
 @dataclasses.dataclass(frozen=True)
 class DiscreteLagrangian(BodyRotationMap):
     """Suris / Moser-Veselov map for FreeRigidBody, QuadraticPotentialTop and ClebschTop
-    (every ``systems.Body``).
+    (every ``systems.Body``) and the Euler top.
 
     ``solver``: Newton settings for the W equation; ``check_branch``: verify that the
     solution lies on the branch W → I (see the module docstring); on by default.  A
     failed step is ``Reason.NOT_CONVERGED`` or ``Reason.WRONG_BRANCH``.
+
+    ``order``: 2 (the map of the papers), or 4, 6, 8, 10 for the n = 3 bodies: Hairer
+    and Vilmart's preprocessed map (``integrators.dmv``: the moments modified by a
+    series in h² in the conserved H and |m|²), which keeps H and |m|² exactly.  On a
+    body in a potential (the heavy tops, the quadratic-potential and Clebsch tops with
+    n = 3) the step of order > 2 is the Strang splitting of the potential's exact kick
+    and the preprocessed free step, composed to the order (``composition_schemes``
+    ``FOR_ORDER``: Suzuki 4, Kahan–Li 6 and 8, Sofroniou–Spaletta 10), as Hairer and
+    Vilmart combine their code with a potential.  Every n = 3 body takes the step in
+    three unknowns (``dmv.step``); the result equals the generic so(n) solve to 1e-15.
     """
 
     solver: Newton = dataclasses.field(default_factory=lambda: Newton(rtol=1e-14, max_iter=20))
     check_branch: bool = True
+    order: int = 2
 
     name: ClassVar[str] = "discrete-lagrangian"
-    traits = Traits(order=2, symmetric=True, explicit=False, poisson=True)  # type: ignore[assignment]
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting(
+            "order",
+            "discrete-lagrangian: 2 (default), 4, 6, 8 or 10 (n = 3 bodies: Hairer–Vilmart's "
+            "preprocessed Moser–Veselov map)",
+            _order,
+        ),
+    )
+
+    def __post_init__(self):
+        if self.order not in dmv.ORDERS:
+            raise InputError("order", f"must be 2, 4, 6, 8 or 10, got {self.order!r}")
+
+    @property
+    def traits(self) -> Traits:  # type: ignore[override]
+        return Traits(order=self.order, symmetric=True, explicit=False, poisson=True)
 
     def cannot_serve(self, system) -> str | None:
-        why = serves_only(system, (rigid.Body,))
+        why = serves_only(system, (rigid.Body, EulerTop))
         if why is not None:
-            return why + " (FreeRigidBody, QuadraticPotentialTop, ClebschTop, the heavy tops)"
-        J = system.J
+            return (
+                why + " (FreeRigidBody, QuadraticPotentialTop, ClebschTop, the heavy tops, "
+                "EulerTop)"
+            )
+        n = 3 if isinstance(system, EulerTop) else system.n
+        if self.order > 2 and n != 3:
+            return (
+                f"order {self.order} (Hairer–Vilmart's preprocessing) is for n = 3 bodies, "
+                f"this one has n = {n}: use order 2"
+            )
+        J = (
+            0.5 * jnp.sum(system.inertia) - system.inertia
+            if n == 3 and isinstance(system, EulerTop)
+            else system.J
+        )
         if not traced(J) and np.any(np.asarray(J) <= 0):
             return (
                 f"its Moser-Veselov inertia J = ½ tr(I) − I = {tuple(np.asarray(J).tolist())} "
@@ -131,16 +194,58 @@ class DiscreteLagrangian(BodyRotationMap):
         branch = status(positive_stable((Q @ W) / J[:, None]), st.residual, Reason.WRONG_BRANCH)
         return W, combine([newton, branch])
 
-    def step_with_rotation(self, system: rigid.Body, x, h):
-        """One step; returns (x_{k+1}, W_k, StepStatus) (W_k = g_kᵀ g_{k+1})."""
-        x = system.body_kick(x, 0.5 * h)
+    def _three(self, system, m, h):
+        """The (preprocessed) step of an n = 3 body in three unknowns."""
+        return dmv.step(
+            m,
+            moments(system),
+            h,
+            self.order,
+            rtol=self.solver.rtol,
+            max_iter=self.solver.max_iter,
+            check_branch=self.check_branch,
+        )
+
+    def free_step(self, system, x, h, *, suris: bool = True):
+        """The Moser–Veselov step (x_{k+1}, W_k, StepStatus); ``suris``: P enters the W
+        equation (Suris's map, order 2), else P is only carried along by W."""
+        if isinstance(system, EulerTop):
+            m_next, _, W, st = self._three(system, x, h)
+            return m_next, W, st
         M, P = system.body_split(x)
-        J = system.J
-        W, st = self.solve_W(J, M, P, h)
+        if not suris:
+            P = None
+        if system.n == 3 and P is None:
+            m_next, _, W, st = self._three(system, so3.vee(M), h)
+            return system.body_advance(x, so3.hat(m_next), W), W, st
+        W, st = self.solve_W(system.J, M, P, h)
         QW = W if P is None else W - 0.5 * h * h * (P @ W)
-        JQW = J[:, None] * QW
+        JQW = system.J[:, None] * QW
         M_next = (JQW - JQW.T) / h
-        return system.body_kick(system.body_advance(x, M_next, W), 0.5 * h), W, st
+        return system.body_advance(x, M_next, W), W, st
+
+    def step_with_rotation(self, system, x, h):
+        """One step; returns (x_{k+1}, W_k, StepStatus) (W_k = g_kᵀ g_{k+1})."""
+        if isinstance(system, EulerTop):
+            return self.free_step(system, x, h)
+        if self.order == 2 or isinstance(system, FreeTop):
+            x = system.body_kick(x, 0.5 * h)
+            x, W, st = self.free_step(system, x, h)
+            return system.body_kick(x, 0.5 * h), W, st
+        gamma = composition_schemes.get(composition_schemes.FOR_ORDER[self.order]).gamma
+        real = jax.tree.leaves(x)[0].dtype
+
+        def stage(carry, g):
+            y, W, st = carry
+            y = system.potential_kick(y, 0.5 * g * h)
+            y, Wi, s = self.free_step(system, y, g * h, suris=False)
+            return (system.potential_kick(y, 0.5 * g * h), W @ Wi, combine([st, s])), None
+
+        none = StepStatus(jnp.asarray(True), jnp.zeros((), real), jnp.int32(Reason.OK))
+        (x, W, st), _ = jax.lax.scan(
+            stage, (x, jnp.eye(3, dtype=real), none), jnp.asarray(gamma, dtype=real)
+        )
+        return x, orthonormalize(W), st
 
     # -- what the map keeps ------------------------------------------------------------
     def modified_P(self, system: rigid.Body, x, h):
@@ -159,13 +264,17 @@ class DiscreteLagrangian(BodyRotationMap):
     def preserved(self, system, x, h) -> dict:
         """H(M, P̃) ('H~'), the spectral invariants of P̃ + λM + λ²J² ('L{k}_{d}~') and the
         Casimirs.  For the free body (P̃ = P = 0) these are the body's own integrals: the
-        Moser-Veselov map keeps H, tr M^{2i} and Manakov's integrals exactly."""
+        Moser-Veselov map keeps H, tr M^{2i} and Manakov's integrals exactly; the
+        preprocessed map (order > 2, n = 3) keeps H and |m|².  On a body in a potential
+        the map of order > 2 (a splitting) keeps the Casimirs (and the Lagrange top's m3)."""
+        if isinstance(system, FreeTop):
+            return system.invariants(x)
         split = system.split_invariants(x)
         if split is not None:  # the heavy tops: the Casimirs (and the Lagrange top's m3)
             return split
+        if self.order > 2:
+            return system.casimirs(x)
         M, P = system.body_split(x)
-        if P is None:
-            return system.invariants(x)
         Pt = self.modified_P(system, x, h)
         J = system.J
         out = {

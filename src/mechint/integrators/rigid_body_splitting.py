@@ -7,8 +7,8 @@ The heavy top's H = T + χ·γ splits into the kick of χ·γ and the free body 
 and γ alike (``HeavyTop.natural_split``: the principal rotations, or the exact free flow
 of a body with two equal moments), the explicit Lie–Poisson splitting.  Order 2 is the
 Strang splitting of the system's natural split (the Euler top's:
-R1(h/2) R2(h/2) R3(h) R2(h/2) R1(h/2)); orders 4, 6, 8 compose it with Suzuki's 5-stage,
-Kahan-Li's 9-stage and Kahan-Li's 17-stage schemes.  Explicit and Poisson, and every
+R1(h/2) R2(h/2) R3(h) R2(h/2) R1(h/2)); orders 4, 6, 8, 10 compose it with Suzuki's
+5-stage, Kahan-Li's 9- and 17-stage and Sofroniou–Spaletta's 35-stage schemes.  Explicit and Poisson, and every
 Casimir is kept exactly (each piece keeps it; on the Lagrange top m3 too); H is kept
 only to O(h^order).
 """
@@ -20,13 +20,14 @@ from typing import ClassVar, final
 
 from mechint._validate import whole_number
 from mechint.errors import InputError
+from mechint.integrators import composition_schemes
 from mechint.integrators.composition import Composition
 from mechint.integrators.splitting import Splitting
 from mechint.maps import Integrator, Setting, StepStatus, Traits, serves_only
 from mechint.systems.euler_top import EulerTop
 from mechint.systems.heavy_top import AbstractHeavyTop
 
-SCHEME_FOR_ORDER = {4: "suzuki4", 6: "kahan-li6", 8: "kahan-li8"}
+SCHEME_FOR_ORDER = composition_schemes.FOR_ORDER
 
 _STRANG = Splitting()  # the system's natural split: exact flows
 
@@ -41,12 +42,12 @@ class RigidBodySplitting(Integrator):
 
     name: ClassVar[str] = "rigid-body-splitting"
     settings: ClassVar[tuple[Setting, ...]] = (
-        Setting("order", "rigid-body-splitting: 2 (default), 4, 6 or 8", _order),
+        Setting("order", "rigid-body-splitting: 2 (default), 4, 6, 8 or 10", _order),
     )
 
     def __post_init__(self):
         if self.order not in (2, *SCHEME_FOR_ORDER):
-            raise InputError("order", f"must be 2, 4, 6 or 8, got {self.order!r}")
+            raise InputError("order", f"must be 2, 4, 6, 8 or 10, got {self.order!r}")
 
     @property
     def method(self) -> Integrator:

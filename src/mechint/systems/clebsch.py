@@ -60,9 +60,15 @@ class ClebschTop(rigid.Body):
     def vector_field(self, x):
         M, p = x
         Omega = self.omega(M)
-        return commutator(M, Omega) + wedge(p, self.J * p), -jnp.einsum(
-            "...jk,...k->...j", Omega, p
-        )
+        return commutator(M, Omega) + self.torque(p), -jnp.einsum("...jk,...k->...j", Omega, p)
+
+    def torque(self, p):
+        """p ∧ Jp: the potential's part of Ṁ (p fixed by the potential alone)."""
+        return wedge(p, self.J * p)
+
+    def potential_kick(self, x, t):
+        M, p = x
+        return M + t * self.torque(p), p
 
     def hamiltonian(self, x) -> Float[Array, ...]:
         M, p = x

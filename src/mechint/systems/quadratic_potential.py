@@ -55,8 +55,15 @@ class QuadraticPotentialTop(rigid.Body):
     def vector_field(self, x):
         M, P = x
         Omega = self.omega(M)
-        torque = rigid.times_J(self.J, P, "right") - rigid.times_J(self.J, P, "left")
-        return commutator(M, Omega) + torque, commutator(P, Omega)
+        return commutator(M, Omega) + self.torque(P), commutator(P, Omega)
+
+    def torque(self, P):
+        """PJ − JP: the potential's part of Ṁ (P fixed by the potential alone)."""
+        return rigid.times_J(self.J, P, "right") - rigid.times_J(self.J, P, "left")
+
+    def potential_kick(self, x, t):
+        M, P = x
+        return M + t * self.torque(P), P
 
     def hamiltonian(self, x) -> Float[Array, ...]:
         M, P = x

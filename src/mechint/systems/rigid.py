@@ -87,6 +87,12 @@ class Body(PoissonSystem, LevelSetSampler):
         Lagrangian (Suris's)."""
         return x
 
+    def potential_kick(self, x, t) -> Any:
+        """The exact flow for time t of the body's potential alone (M moves, the rest
+        is fixed): the piece that splitting methods alternate with the free body.  The
+        heavy tops' is ``body_kick``; Suris's bodies override it."""
+        return self.body_kick(x, t)
+
     def split_invariants(self, x) -> dict | None:
         """What the discrete Lagrangian map keeps on a body with ``body_kick`` (None:
         the map's own integrals, ``DiscreteLagrangian.preserved``)."""
