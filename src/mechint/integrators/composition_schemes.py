@@ -34,6 +34,7 @@ import decimal
 import math
 from decimal import Decimal
 from functools import cache
+from typing import Any
 
 from mechint._validate import lookup
 
@@ -111,7 +112,7 @@ class CompositionScheme:
     the float64 values that the integrators use."""
 
     name: str
-    gamma: tuple[float, ...]
+    gamma: tuple[Any, ...]  # decimal strings, Decimals or floats; float64 after construction
     order: int
     exact: tuple[Decimal, ...] = dataclasses.field(init=False, repr=False, compare=False)
 
@@ -145,7 +146,7 @@ def _mirror(*half: str | Decimal) -> tuple[Decimal, ...]:
     with decimal.localcontext() as ctx:
         ctx.prec = _DIGITS
         part = tuple(Decimal(v) for v in half)
-        middle = 1 - 2 * sum(part)
+        middle = Decimal(1) - 2 * sum(part, Decimal(0))
     return (*part, middle, *part[::-1])
 
 

@@ -181,7 +181,7 @@ def solve_c(m, I, h, *, rtol: float = 1e-14, max_iter: int = 20):
         bad = ~jnp.all(jnp.isfinite(c_new))
         return c_new, jnp.where(small | bad, 0.0, 1.0).astype(c.dtype), k + 1
 
-    c, delta, k = jax.lax.while_loop(cond, body, (c0, jnp.ones((), m.dtype), jnp.int32(0)))
+    c, delta, _ = jax.lax.while_loop(cond, body, (c0, jnp.ones((), m.dtype), jnp.int32(0)))
     res = jnp.max(jnp.abs(residual(c)))
     scale = jnp.max(jnp.abs(c)) + jnp.max(jnp.abs(a))
     converged = (delta == 0.0) & jnp.isfinite(res) & (res <= 1e3 * rtol * scale + 1e-300)

@@ -8,9 +8,9 @@ and γ alike (``HeavyTop.natural_split``: the principal rotations, or the exact 
 of a body with two equal moments), the explicit Lie–Poisson splitting.  Order 2 is the
 Strang splitting of the system's natural split (the Euler top's:
 R1(h/2) R2(h/2) R3(h) R2(h/2) R1(h/2)); orders 4, 6, 8, 10 compose it with Suzuki's
-5-stage, Kahan-Li's 9- and 17-stage and Sofroniou–Spaletta's 35-stage schemes.  Explicit and Poisson, and every
-Casimir is kept exactly (each piece keeps it; on the Lagrange top m3 too); H is kept
-only to O(h^order).
+5-stage, Kahan-Li's 9- and 17-stage and Sofroniou–Spaletta's 35-stage schemes.
+Explicit and Poisson, and every Casimir is kept exactly (each piece keeps it; on the
+Lagrange top m3 too); H is kept only to O(h^order).
 """
 
 from __future__ import annotations
