@@ -100,6 +100,15 @@ def moments(system) -> jnp.ndarray:
     return jnp.sum(system.J) - system.J
 
 
+def _size(system) -> int:
+    return 3 if isinstance(system, EulerTop) else system.n
+
+
+def _free(system) -> bool:
+    """No potential: the free bodies (the Euler top, ``FreeRigidBody``)."""
+    return isinstance(system, FreeTop)
+
+
 @dataclasses.dataclass(frozen=True)
 class DiscreteLagrangian(BodyRotationMap):
     """Suris / Moser-Veselov map for FreeRigidBody, QuadraticPotentialTop and ClebschTop
@@ -149,7 +158,7 @@ class DiscreteLagrangian(BodyRotationMap):
                 why + " (FreeRigidBody, QuadraticPotentialTop, ClebschTop, the heavy tops, "
                 "EulerTop)"
             )
-        n = 3 if isinstance(system, EulerTop) else system.n
+        n = _size(system)
         if self.order > 2 and n != 3:
             return (
                 f"order {self.order} (Hairer–Vilmart's preprocessing) is for n = 3 bodies, "
@@ -223,8 +232,7 @@ class DiscreteLagrangian(BodyRotationMap):
         """One step; returns (x_{k+1}, W_k, StepStatus) (W_k = g_kᵀ g_{k+1})."""
         if isinstance(system, EulerTop):
             return self.free_step(system, x, h)
-        free = isinstance(system, FreeTop)
-        if self.order == 2 or free:
+        if self.order == 2 or _free(system):
             x = system.body_kick(x, 0.5 * h)
             x, W, st = self.free_step(system, x, h)
             return system.body_kick(x, 0.5 * h), W, st
@@ -263,8 +271,7 @@ class DiscreteLagrangian(BodyRotationMap):
         Moser-Veselov map keeps H, tr M^{2i} and Manakov's integrals exactly; the
         preprocessed map (order > 2, n = 3) keeps H and |m|².  On a body in a potential
         the map of order > 2 (a splitting) keeps the Casimirs (and the Lagrange top's m3)."""
-        free = isinstance(system, FreeTop)
-        if free:
+        if _free(system):
             return system.invariants(x)
         split = system.split_invariants(x)
         if split is not None:  # the heavy tops: the Casimirs (and the Lagrange top's m3)
