@@ -173,6 +173,14 @@ class Integrator(abc.ABC):
         """The quantities this map keeps exactly on ``system``, evaluated at x."""
         return {}
 
+    def increment(self, system, x, h) -> tuple[Any, StepStatus]:
+        """Φ_h(x) − x and the status, for compensated summation
+        (``integrators.Compensated``).  This default subtracts after the step, so the
+        increment carries the rounding of Φ_h(x) and compensation gains nothing; maps
+        that form the increment directly (the implicit midpoint rule) override it."""
+        x_new, st = self.step(system, x, h)
+        return jax.tree.map(lambda a, b: a - b, x_new, x), st
+
     def poisson_on(self, system) -> bool:
         """Whether this map is Poisson (symplectic, for a canonical system) on ``system``:
         ``traits``: symplectic where Π is constant (𝕁; on any other constant S the

@@ -7,6 +7,7 @@ class's ``settings`` table gives its options (``--scheme``, ``--order``, ...), a
 
 from mechint._validate import lookup
 from mechint.integrators import flows
+from mechint.integrators.compensated import Compensated
 from mechint.integrators.composition import Composition
 from mechint.integrators.composition_schemes import SCHEMES as COMPOSITION_SCHEMES
 from mechint.integrators.composition_schemes import CompositionScheme
@@ -50,6 +51,7 @@ __all__ = [
     "AverageVectorField",
     "AxisRotation",
     "BodyRotationMap",
+    "Compensated",
     "Composition",
     "CompositionScheme",
     "DiscreteGradient",
