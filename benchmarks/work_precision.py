@@ -16,6 +16,7 @@ for a batch of 10^3.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 
 import numpy as np
@@ -80,7 +81,7 @@ def dop853(m0, T, tol):
 def at_goal(points: list[tuple[float, float]]) -> float:
     """Time to reach error GOAL, interpolated in log-log (nan if never reached)."""
     points = sorted(points)  # by error
-    for (e1, t1), (e2, t2) in zip(points, points[1:], strict=False):
+    for (e1, t1), (e2, t2) in itertools.pairwise(points):
         if e1 <= GOAL <= e2 and e1 > 0:
             w = (math.log(GOAL) - math.log(e1)) / (math.log(e2) - math.log(e1))
             return math.exp(math.log(t1) + w * (math.log(t2) - math.log(t1)))
