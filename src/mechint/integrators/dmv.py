@@ -169,22 +169,29 @@ def solve_c(m, I, h, *, rtol: float = 1e-14, max_iter: int = 20):
         )
         return jnp.eye(3, dtype=c.dtype) - 2.0 * a[..., :, None] * c[..., None, :] - K
 
-    def cond(state):
-        _, delta, k = state
-        return (k < max_iter) & (delta > 0.0)
+    def newton(F, c_start):
+        def cond(state):
+            _, delta, k = state
+            return (k < max_iter) & (delta > 0.0)
 
-    def body(state):
-        c, _, k = state
-        d = _solve3(jacobian(c), residual(c))
-        c_new = c - d
-        small = jnp.max(jnp.abs(d)) <= rtol * jnp.max(jnp.abs(c_new))
-        bad = ~jnp.all(jnp.isfinite(c_new))
-        return c_new, jnp.where(small | bad, 0.0, 1.0).astype(c.dtype), k + 1
+        def body(state):
+            c, _, k = state
+            d = _solve3(jacobian(c), F(c))
+            c_new = c - d
+            small = jnp.max(jnp.abs(d)) <= rtol * jnp.max(jnp.abs(c_new))
+            bad = ~jnp.all(jnp.isfinite(c_new))
+            return c_new, jnp.where(small | bad, 0.0, 1.0).astype(c.dtype), k + 1
 
-    c, delta, _ = jax.lax.while_loop(cond, body, (c0, jnp.ones((), m.dtype), jnp.int32(0)))
-    res = jnp.max(jnp.abs(residual(c)))
+        one = jnp.ones((), m.dtype)
+        return jax.lax.while_loop(cond, body, (c_start, one, jnp.int32(0)))[0]
+
+    # the implicit function theorem gives the derivatives (forward and reverse mode)
+    c = jax.lax.custom_root(
+        residual, c0, newton, lambda g, y: jnp.linalg.solve(jax.jacfwd(g)(y), y)
+    )
+    res = jax.lax.stop_gradient(jnp.max(jnp.abs(residual(c))))
     scale = jnp.max(jnp.abs(c)) + jnp.max(jnp.abs(a))
-    converged = (delta == 0.0) & jnp.isfinite(res) & (res <= 1e3 * rtol * scale + 1e-300)
+    converged = jnp.isfinite(res) & (res <= 1e3 * rtol * jax.lax.stop_gradient(scale) + 1e-300)
     return c, converged, res
 
 
