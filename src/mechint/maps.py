@@ -89,6 +89,12 @@ def status(ok, residual, reason: Reason) -> StepStatus:
     return StepStatus(jnp.asarray(ok), jnp.asarray(residual), jnp.int32(reason))
 
 
+def no_failure(real) -> StepStatus:
+    """The status of no step yet: ok, residual 0 (in dtype ``real``); the start of a
+    loop that combines the statuses of its stages."""
+    return StepStatus(jnp.asarray(True), jnp.zeros((), real), jnp.int32(Reason.OK))
+
+
 def finite(x) -> Bool[Array, ""]:
     """Every entry of every leaf of ``x`` is finite."""
     return jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in jax.tree.leaves(x)]))

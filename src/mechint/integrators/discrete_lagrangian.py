@@ -61,6 +61,7 @@ from mechint.maps import (
     StepStatus,
     Traits,
     combine,
+    no_failure,
     serves_only,
     status,
 )
@@ -245,7 +246,7 @@ class DiscreteLagrangian(BodyRotationMap):
             y, Wi, s = self.free_step(system, y, g * h, suris=False)
             return (system.potential_kick(y, 0.5 * g * h), W @ Wi, combine([st, s])), None
 
-        none = StepStatus(jnp.asarray(True), jnp.zeros((), real), jnp.int32(Reason.OK))
+        none = no_failure(real)
         (x, W, st), _ = jax.lax.scan(
             stage, (x, jnp.eye(3, dtype=real), none), jnp.asarray(gamma, dtype=real)
         )

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from mechint._validate import lookup
-from mechint.maps import Integrator, Reason, StepStatus, combine
+from mechint.maps import Integrator, StepStatus, combine, no_failure
 
 _TOL = 1e-13
 
@@ -44,7 +44,7 @@ def advance(system, x, h, plan: Sequence[tuple[Integrator, float]]) -> tuple[obj
 
         real = jax.tree.leaves(x)[0].dtype
         coeffs = jnp.asarray([c for _, c in plan], dtype=real)
-        none = StepStatus(jnp.asarray(True), jnp.zeros((), real), jnp.int32(Reason.OK))
+        none = no_failure(real)
         (y, st), _ = jax.lax.scan(stage, (x, none), coeffs)
         return y, st
     statuses = []
