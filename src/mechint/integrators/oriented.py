@@ -20,6 +20,7 @@ from mechint.errors import InputError
 from mechint.integrators.discrete_lagrangian import BodyRotationMap
 from mechint.lie import orthonormalize
 from mechint.maps import Integrator, StepStatus, Traits
+from mechint.solvers.linear import matmul
 from mechint.systems.euler_top import EulerTop
 from mechint.systems.rigid import Body
 
@@ -51,7 +52,7 @@ class Oriented(Integrator):
         assert isinstance(base, BodyRotationMap)
         state, g = x
         state, W, st = base.step_with_rotation(system, state, h)
-        return (state, orthonormalize(g @ W)), st
+        return (state, orthonormalize(matmul(g, W))), st
 
     def preserved(self, system, x, h) -> dict:
         return self.base.preserved(system, x[0], h)

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from mechint.solvers.linear import solve
+from mechint.solvers.linear import matmul, solve
 
 
 def skew(A: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
@@ -26,7 +26,7 @@ def sym(A: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
 
 def commutator(A: Float[Array, "... n n"], B: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
     """[A, B] = AB − BA."""
-    return A @ B - B @ A
+    return matmul(A, B) - matmul(B, A)
 
 
 def so_dim(n: int) -> int:
@@ -90,4 +90,4 @@ def orthonormalize(g: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
     moves g by O(δ): it removes accumulated round-off and nothing else.
     """
     eye = jnp.eye(g.shape[-1], dtype=g.dtype)
-    return 0.5 * g @ (3.0 * eye - jnp.swapaxes(g, -1, -2) @ g)
+    return 0.5 * matmul(g, 3.0 * eye - matmul(jnp.swapaxes(g, -1, -2), g))

@@ -26,6 +26,24 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 UNROLL_MAX = 5
+UNROLL_MAX_NO_PIVOT = 6
+MATMUL_UNROLL_MAX = 10
+
+
+def matmul(A: Float[Array, "... n k"], B: Float[Array, "... k m"]) -> Float[Array, "... n m"]:
+    """A @ B for the small matrices of one step, as k element-wise products (unrolled).
+
+    Under ``vmap`` XLA's CPU backend turns ``A @ B`` of a batch of small matrices into
+    one tiny GEMM per member: 4×4, measured on the 2-core CPU, batch 10⁴ (ns a member
+    for A B A): 820 with ``@``, 19 unrolled; 6×6: 819 and 65; 3×3: 20 and 7.  Larger
+    inner dimensions (k > ``MATMUL_UNROLL_MAX``) use ``@``.
+    """
+    k = A.shape[-1]
+    if k > MATMUL_UNROLL_MAX:
+        return A @ B
+    return functools.reduce(
+        operator.add, (A[..., :, i : i + 1] * B[..., i : i + 1, :] for i in range(k))
+    )
 
 
 def solve(
@@ -38,10 +56,13 @@ def solve(
     a singular A gives non-finite entries, which callers turn into a failed status.
 
     ``pivot=False`` skips row exchanges: safe (and faster) when A's symmetric part is
-    positive definite, e.g. I − X/2 with X skew in the Cayley map."""
+    positive definite, e.g. I − X/2 with X skew in the Cayley map, or A close to a
+    positive diagonal; it is unrolled up to n = ``UNROLL_MAX_NO_PIVOT`` (6×6, batch 10⁴:
+    95 ns a member, against 340 with pivoting and 390 by LAPACK; 10×10: 2500 against
+    LAPACK's 740)."""
     n = A.shape[-1]
     vector = b.ndim == A.ndim - 1
-    if n > UNROLL_MAX:
+    if n > (UNROLL_MAX if pivot else UNROLL_MAX_NO_PIVOT):
         if vector:
             return jnp.linalg.solve(A, b[..., None])[..., 0]
         return jnp.linalg.solve(A, b)
@@ -94,7 +115,7 @@ def positive_stable(Y: Float[Array, "... n n"]):
     n = Y.shape[-1]
     power, p = Y, []
     for k in range(1, n + 1):
-        power = Y if k == 1 else power @ Y
+        power = Y if k == 1 else matmul(power, Y)
         p.append(jnp.trace(power, axis1=-2, axis2=-1))
     e = [jnp.ones_like(p[0])]
     for k in range(1, n + 1):

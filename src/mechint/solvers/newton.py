@@ -65,6 +65,8 @@ class Newton:
         retract: Callable | None = None,
         tangent=None,
         tangent_map: Callable | None = None,
+        jacobian: Callable | None = None,
+        pivot: bool = True,
     ) -> tuple[object, NewtonStatus]:
         """Solve ``residual(z, args) = 0`` from ``z0``; returns (z, NewtonStatus).
 
@@ -80,6 +82,15 @@ class Newton:
         retract(z, d) = z + d.  ``tangent_map(z, d)``, the derivative of retract(z, ·) at
         0 (e.g. W d), gives the same Jacobian as DG(z)·tangent_map(z, ·) without
         differentiating the chart, when ``residual`` is defined around the manifold.
+
+        ``jacobian(z, args)``, when given, is that Jacobian written out (the d×d matrix
+        of d ↦ G(chart(z, d)) at 0, in the flattened coordinates), used by the
+        iterations and by the derivatives instead of ``jax.jacfwd``: for residuals whose
+        Jacobian has a closed form cheaper than d forward passes.  ``pivot=False``:
+        the linear solves make no row exchanges (``solvers.linear.solve``), for a
+        Jacobian close to a positive diagonal; a poor elimination costs iterations or a
+        failed status, never a wrong root (the iteration stops only where the update,
+        hence the residual, vanishes).
         """
         if retract is None:
             retract = _add
@@ -103,7 +114,12 @@ class Newton:
             g = G(chart(z, d), frozen)
             return g, g
 
-        jac = jax.jacfwd(local, has_aux=True)
+        if jacobian is None:
+            jac = jax.jacfwd(local, has_aux=True)
+        else:
+
+            def jac(d, z):
+                return jacobian(z, frozen), G(z, frozen)
 
         def size(z):
             return jnp.max(jnp.stack([jnp.max(jnp.abs(a)) for a in jax.tree.leaves(z)]))
@@ -121,7 +137,7 @@ class Newton:
         def body(state):
             z, i, _, _ = state
             J, g = jac(zero, z)
-            d = solve(J, -g)
+            d = solve(J, -g, pivot=pivot)
             z = retract(z, unravel_t(d))
             done = jnp.max(jnp.abs(d)) <= rtol * size(z) + self.atol
             return z, i + 1, done, finite(z)
@@ -133,25 +149,29 @@ class Newton:
         converged = done & ok & jnp.isfinite(res)
         # ... and the root's dependence on what the residual closes over comes from the
         # implicit function theorem (see the module docstring)
-        z = _implicit(G, chart, (zero.shape, zero.dtype), z, args)
+        z = _implicit(G, chart, jacobian, (zero.shape, zero.dtype), z, args)
         return z, NewtonStatus(converged, res, iterations)
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2))
-def _implicit(G, chart, tangent_space, z, args):
+@partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2, 3))
+def _implicit(G, chart, jacobian, tangent_space, z, args):
     """The root z of G(·, args) = 0 (given), as a function of ``args``; ``chart(z, d)``
-    for d in ``tangent_space`` = (shape, dtype)."""
+    for d in ``tangent_space`` = (shape, dtype); ``jacobian``: the written-out
+    Jacobian or None."""
     return z
 
 
 @_implicit.defjvp
-def _implicit_jvp(G, chart, tangent_space, primals, tangents):
+def _implicit_jvp(G, chart, jacobian, tangent_space, primals, tangents):
     z, args = primals
     # the root as a function of args again, so that the rule itself differentiates
     # correctly (second derivatives)
-    z = _implicit(G, chart, tangent_space, z, args)
+    z = _implicit(G, chart, jacobian, tangent_space, z, args)
     zero = jnp.zeros(*tangent_space)
-    J = jax.jacfwd(lambda d: G(chart(z, d), args))(zero)
+    if jacobian is None:
+        J = jax.jacfwd(lambda d: G(chart(z, d), args))(zero)
+    else:
+        J = jacobian(z, args)
     g_dot = jax.jvp(lambda a: G(z, a), (args,), (tangents[1],))[1]
     d_dot = solve(J, -g_dot)
     z_dot = jax.jvp(lambda d: chart(z, d), (zero,), (d_dot,))[1]

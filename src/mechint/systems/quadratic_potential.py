@@ -12,6 +12,7 @@ from jaxtyping import Array, Float
 from mechint._pytree import register_pytree
 from mechint.errors import InputError
 from mechint.lie import commutator, so_hat, so_vee, sym_dim, sym_hat, sym_vee
+from mechint.solvers.linear import matmul
 from mechint.systems import rigid
 from mechint.systems.base import StateOption, required, state_pair
 
@@ -115,7 +116,7 @@ class QuadraticPotentialTop(rigid.Body):
         return x
 
     def body_advance(self, x, M_next, W):
-        return M_next, W.T @ x[1] @ W
+        return M_next, matmul(matmul(W.T, x[1]), W)
 
     def example_state(self):
         rng = np.random.default_rng(0)
