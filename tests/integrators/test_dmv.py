@@ -17,6 +17,7 @@ I = mi.integrators
 BODY = mi.systems.FreeRigidBody((0.3, 0.7, 1.1))
 TOP = BODY.euler_top()
 M0 = np.array([0.3, -0.5, 0.9])
+EPS = np.finfo(float).eps
 
 
 def test_three_unknowns_equal_the_generic_solve():
@@ -155,3 +156,61 @@ def test_order_is_checked_and_limited_to_n3():
     )
     flat = mi.systems.EulerTop((3.0, 1.0, 1.0))  # I1 = I2 + I3: J1 = 0
     assert "not positive" in I.DiscreteLagrangian().cannot_serve(flat)
+
+
+def _hard_states(inertia):
+    """States with 1 − k² = 10^-j (j = 1, 8, 16) on both sides of the separatrix, and
+    one within 1e-12 of the unstable axis (the grid of tests/exact)."""
+    inertia = np.asarray(inertia, float)
+    order = np.argsort(-inertia)
+    Is = inertia[order]
+    a12, a23 = 1 / Is[1] - 1 / Is[0], 1 / Is[2] - 1 / Is[1]
+    states = []
+    for j in (1, 8, 16):
+        for side in (1, -1):
+            s = np.empty(3)
+            s[order] = [0.5, 0.6, np.sqrt(0.25 * a12 / a23) * (1 + side * 10.0**-j)]
+            states.append(s)
+    s = np.empty(3)
+    s[order] = [1e-12, 1.0, -1e-12]
+    return np.array([*states, s])
+
+
+@pytest.mark.parametrize("flat", [False, True])
+def test_hard_corners_against_mpmath(flat):
+    """Near-separatrix states (1 − k² down to 1e-16), the unstable axis, and a near-flat
+    body (I3 = I1 + I2 − 2.5e-10: J3 = 1.25e-10, J⁻¹W with eigenvalues 1e10 apart),
+    T = 4 against the 60-digit solution: the fitted orders hold (2, 6, 10), H and |m|²
+    stay within round-off, no step fails; and the map scales (m → s m, h → h/s, s up to
+    1e±8) to round-off."""
+    from tests.exact import mp_euler_top
+
+    inertia = (1.0, 1.5, 2.5 - 2.5e-10) if flat else (1.0, 1.5, 2.0)
+    top = mi.systems.EulerTop(inertia)
+    m0 = _hard_states(inertia)
+    T = 4.0
+    ref = np.array([mp_euler_top.exact(inertia, m, T)[0] for m in m0])
+    energy = jax.jit(jax.vmap(top.hamiltonian))
+    H0, C0 = np.asarray(energy(m0)), np.sum(m0 * m0, -1)
+    for order, ns in ((2, (8, 16)), (6, (8, 16)), (10, (4, 8))):
+        DL = I.DiscreteLagrangian(order=order)
+        errors = []
+        for n in ns:
+            traj = mi.simulate(top, DL, m0, T / n, n, n)
+            m = np.asarray(traj.x[:, -1])
+            errors.append(np.max(np.abs(m - ref), axis=-1))
+            assert np.max(np.abs(np.asarray(energy(m)) - H0)) < 20 * EPS
+            assert np.max(np.abs(np.sum(m * m, -1) - C0)) < 20 * EPS
+        e1, e2 = errors
+        above = e2 > 1e-13  # away from round-off (the unstable axis barely moves)
+        assert above.sum() >= 6
+        fitted = np.log(e1[above] / e2[above]) / np.log(ns[1] / ns[0])
+        assert np.all(fitted > order - 0.3), (order, fitted)
+        assert np.all(e2[~above] < 1e-13)
+    # huge and tiny scales: Φ_{h/s}(s m) = s Φ_h(m)
+    m, h = jnp.asarray(m0), 0.5
+    base = jax.jit(jax.vmap(lambda m, h: dmv.step(m, jnp.asarray(inertia), h, 10)[0], (0, None)))
+    ref_step = np.asarray(base(m, h))
+    for s in (1e-8, 1e8):
+        got = np.asarray(base(s * m, h / s)) / s
+        assert np.max(np.abs(got - ref_step)) < 8 * EPS

@@ -20,6 +20,7 @@ compiles slower than LAPACK's one call.
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 
 import jax.numpy as jnp
@@ -104,28 +105,76 @@ def inverse(A: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
     return solve(A, jnp.broadcast_to(jnp.eye(A.shape[-1], dtype=A.dtype), A.shape))
 
 
-def positive_stable(Y: Float[Array, "... n n"]):
-    """True where every eigenvalue of Y has a positive real part (no eigenvalues computed).
+MINORS_MAX = 4
 
-    The characteristic polynomial det(sI + Y) = Σ e_k s^{n−k} (e_k the elementary symmetric
-    functions of the eigenvalues, from the power sums tr Y^k by Newton's identities) must
-    be Hurwitz: every entry of the first column of its Routh array positive.  Eigenvalues
-    within round-off of the imaginary axis may be reported either way.
+
+def _minor(Y: Array, rows: tuple[int, ...], cols: tuple[int, ...]) -> Array:
+    """det Y[rows, cols] by Laplace expansion along the first row: every term takes one
+    entry from each row, so a scaled row scales every term alike (no cancellation
+    between rows of different sizes)."""
+    if len(rows) == 1:
+        return Y[..., rows[0], cols[0]]
+    terms = [
+        Y[..., rows[0], col] * _minor(Y, rows[1:], cols[:pos] + cols[pos + 1 :])
+        for pos, col in enumerate(cols)
+    ]
+    out = terms[0]
+    for pos, term in enumerate(terms[1:], start=1):
+        out = out - term if pos % 2 else out + term
+    return out
+
+
+def _characteristic(Y):
+    """The coefficients e_0 = 1, e_1, ..., e_n of det(sI + Y) = Σ e_k s^{n−k}, and whether
+    they are trusted.
+
+    n <= ``MINORS_MAX``: e_k is the sum of the k×k principal minors (Laplace), accurate
+    however differently the rows of Y are scaled (Y = J⁻¹W with a near-flat body has
+    eigenvalues 1e10 apart).  Larger n: Newton's identities from the power sums tr Y^k,
+    which cancel when the eigenvalues are far apart: where a coefficient is smaller than
+    10³ ulps of the terms it came from, it is not trusted.
     """
     n = Y.shape[-1]
+    one = jnp.ones(Y.shape[:-2], dtype=Y.dtype)
+    if n <= MINORS_MAX:
+        e = [one]
+        for k in range(1, n + 1):
+            minors = [_minor(Y, rows, rows) for rows in itertools.combinations(range(n), k)]
+            total = minors[0]
+            for m in minors[1:]:
+                total = total + m
+            e.append(total)
+        return e, jnp.ones(Y.shape[:-2], dtype=bool)
     power, p = Y, []
     for k in range(1, n + 1):
         power = Y if k == 1 else matmul(power, Y)
         p.append(jnp.trace(power, axis1=-2, axis2=-1))
-    e = [jnp.ones_like(p[0])]
+    e, trusted = [one], jnp.ones(Y.shape[:-2], dtype=bool)
+    tiny = 1e3 * jnp.finfo(Y.dtype).eps
     for k in range(1, n + 1):
         terms = [((-1) ** (i - 1)) * e[k - i] * p[i - 1] for i in range(1, k + 1)]
         e.append(functools.reduce(operator.add, terms) / k)
-    zero = jnp.zeros_like(p[0])
+        size = functools.reduce(operator.add, [jnp.abs(t) for t in terms]) / k
+        trusted = trusted & (jnp.abs(e[k]) > tiny * size)
+    return e, trusted
+
+
+def positive_stable(Y: Float[Array, "... n n"]):
+    """True where every eigenvalue of Y has a positive real part (no eigenvalues computed).
+
+    The characteristic polynomial det(sI + Y) = Σ e_k s^{n−k} (``_characteristic``) must
+    be Hurwitz: every entry of the first column of its Routh array positive.  Eigenvalues
+    within round-off of the imaginary axis may be reported either way; where the
+    coefficients cannot be trusted (n > ``MINORS_MAX`` with eigenvalues far apart) the
+    answer is False: a failure reported, never a wrong branch accepted.
+    """
+    n = Y.shape[-1]
+    e, ok = _characteristic(Y)
+    zero = jnp.zeros_like(e[0])
     width = n // 2 + 1
     row0 = [e[j] if j <= n else zero for j in range(0, 2 * width, 2)]
     row1 = [e[j] if j <= n else zero for j in range(1, 2 * width + 1, 2)]
-    ok = (row0[0] > 0) & (row1[0] > 0)
+    ok = ok & (row0[0] > 0) & (row1[0] > 0)
     for _ in range(n - 1):
         row2 = [
             (row1[0] * row0[j + 1] - row0[0] * row1[j + 1]) / row1[0] for j in range(width - 1)
