@@ -197,9 +197,29 @@ def lookup(parameter: str, table: dict, name: str):
     try:
         return table[name]
     except (KeyError, TypeError):
+        close = suggest(name, table)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         raise InputError(
-            parameter, f"unknown {parameter} {name!r}", "choose one of: " + ", ".join(table)
+            parameter, f"unknown {parameter} {name!r}", hint + "choose one of: " + ", ".join(table)
         ) from None
+
+
+def suggest(name, names) -> list[str]:
+    """The names a mistyped ``name`` most likely meant: the same but for case, '_' or
+    spaces, a name that contains it ('verlet' → 'stormer-verlet'), or a close spelling."""
+    if not isinstance(name, str):
+        return []
+    import difflib
+
+    names = list(names)
+    key = name.strip().lower().replace("_", "-").replace(" ", "-")
+    same = [n for n in names if n.lower().replace("-", "") == key.replace("-", "")]
+    if same:
+        return same
+    inside = [n for n in names if key and key in n.lower()]
+    if inside:
+        return inside[:3]
+    return difflib.get_close_matches(key, names, n=2, cutoff=0.6)
 
 
 def rotations(name: str, g0, n: int, batched: bool, batch: int) -> np.ndarray:

@@ -75,6 +75,12 @@ def decode(fail) -> tuple[Any, Any]:
 
 def check_system(system) -> System:
     """``system`` if it is a mechint system, else ``InputError``."""
+    if isinstance(system, type) and issubclass(system, System):
+        raise InputError(
+            "system",
+            f"got the class {system.__name__}, not a system",
+            f"make one: {system.__name__}(...) with its parameters",
+        )
     if not isinstance(system, System):
         raise InputError(
             "system",
@@ -86,6 +92,12 @@ def check_system(system) -> System:
 
 def check_integrator(integrator) -> Integrator:
     """``integrator`` if it is a mechint integrator, else ``InputError``."""
+    if isinstance(integrator, type) and issubclass(integrator, Integrator):
+        raise InputError(
+            "integrator",
+            f"got the class {integrator.__name__}, not an integrator",
+            f"make one: {integrator.__name__}()",
+        )
     if not isinstance(integrator, Integrator):
         raise InputError(
             "integrator",

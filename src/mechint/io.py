@@ -134,21 +134,53 @@ def _plain(value):
     return value
 
 
+FAILURE_ATTRS = {
+    "failed_step": {"long_name": "step that failed (-1: none)", "units": "1"},
+    "residual": {"long_name": "residual of the failed step (0: none)", "units": "1"},
+    "reason": {"long_name": "why the step failed ('ok': it did not)"},
+}
+
+
+def dimension_coords(sizes: dict[str, int]) -> dict[str, tuple[np.ndarray, dict]]:
+    """Coordinates of every dimension but time: the batch member (from 0, as in the CSV
+    ``sample`` column) and the components (from 1, as in the CSV names ``m_1``...)."""
+    from mechint.systems.base import DIMENSIONS
+
+    out = {}
+    for dim, size in sizes.items():
+        if dim == "time":
+            continue
+        start = 0 if dim == "sample" else 1
+        out[dim] = (np.arange(start, start + size), {"long_name": DIMENSIONS.get(dim, dim)})
+    return out
+
+
+def global_attrs() -> dict:
+    """The attributes of every NetCDF file besides the run's record."""
+    return {"Conventions": "CF-1.10", "source": f"mechint {__version__}", "comment": UNITS_NOTE}
+
+
 def to_dataset(traj):
-    """The trajectory as an ``xarray.Dataset`` (state variables plus invariants)."""
+    """The trajectory as an ``xarray.Dataset`` (state variables plus invariants), every
+    variable with its ``long_name`` and ``units``, every dimension with a coordinate."""
     lead = ("sample", "time") if traj.batched else ("time",)
-    data = {}
+    data, sizes = {}, {}
+    system = traj.system
     for name, dims, arr in _leaves(traj):
-        data[name] = (lead + tuple(dims), arr)
+        data[name] = (lead + tuple(dims), arr, describe(system, name))
+        sizes.update(zip(lead + tuple(dims), np.shape(arr), strict=True))
     for name, values in traj.invariants().items():
-        data[name] = (lead, values)
+        data[name] = (lead, values, describe(system, name))
     member = lead[:-1]
-    data["failed_step"] = (member, np.asarray(traj.failed_step, dtype=np.int64))
-    data["residual"] = (member, np.asarray(traj.residual, dtype=np.float64))
-    data["reason"] = (member, np.asarray(traj.reason).astype(str))
-    coords = {"time": traj.t}
-    attrs = metadata(traj)
-    for key, value in traj.system.parameters().items():
+    data["failed_step"] = (member, np.asarray(traj.failed_step, dtype=np.int64),
+                           FAILURE_ATTRS["failed_step"])  # fmt: skip
+    data["residual"] = (member, np.asarray(traj.residual, dtype=np.float64),
+                        FAILURE_ATTRS["residual"])  # fmt: skip
+    data["reason"] = (member, np.asarray(traj.reason).astype(str), FAILURE_ATTRS["reason"])
+    coords = {"time": ("time", traj.t, describe(system, "time"))}
+    coords.update({d: (d, v, a) for d, (v, a) in dimension_coords(sizes).items()})
+    attrs = {**global_attrs(), **metadata(traj)}
+    for key, value in system.parameters().items():
         attrs[key] = np.asarray(value, dtype=float)
     import xarray as xr  # imported when used: 40 MB and 0.25 s a process otherwise
 
@@ -188,7 +220,7 @@ def write_atomic(traj, path) -> None:
     one."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.part{path.suffix}")
-    write(traj, tmp)
+    write(traj, tmp, final=path)
     with open(tmp, "rb+") as fh:  # on disk before it takes the name, and whole
         if tmp.suffix.lower() == ".nc" and fh.read(8) != _HDF5_SIGNATURE:
             raise OSError(f"{tmp} was not written completely (no HDF5 signature); kept "
@@ -205,14 +237,22 @@ def write_netcdf(traj, path) -> None:
     to_dataset(traj).to_netcdf(path, engine="h5netcdf")
 
 
-def write_csv(traj, path) -> None:
-    """Wide CSV: '# key: value' metadata lines, then a header line of column names (t,
-    for a batch ``sample``, one column per state component and per invariant), then one
-    row per saved sample (for a batch, the members of one time in turn)."""
+def write_csv(traj, path, final=None) -> None:
+    """Plain CSV that ``pandas.read_csv`` and ``np.genfromtxt(names=True, delimiter=",")``
+    read as is: a header line of column names (t, for a batch ``sample``, one column per
+    state component and per invariant), then one row per saved sample (for a batch, the
+    members of one time in turn).  The run's record (system, parameters, integrator,
+    settings, h, provenance, checksum) and the columns' meaning and units go to the
+    sidecar ``<name>.csv-metadata.json`` (W3C CSV on the Web; ``write_csv_metadata``),
+    named after ``final`` when the CSV is written to a temporary name first."""
     arrays = [(name, a) for name, _dims, a in _leaves(traj)]
-    block = csv_block(traj.t, arrays, traj.invariants(), traj.batched)
+    invariants = traj.invariants()
+    block = csv_block(traj.t, arrays, invariants, traj.batched)
+    names = csv_names(arrays, invariants, traj.batched)
+    fields = [n for n, _ in arrays]
+    write_csv_metadata(final or path, metadata(traj), names, traj.system, fields)
     with open(path, "w") as fh:
-        fh.write(csv_header(metadata(traj), csv_names(arrays, traj.invariants(), traj.batched)))
+        fh.write(csv_header(names))
         write_csv_rows(fh, block)
 
 
@@ -226,8 +266,68 @@ def csv_names(arrays, invariants: dict, batched: bool) -> list[str]:
     return names + list(invariants)
 
 
-def csv_header(attrs: dict, names: list[str]) -> str:
-    return "".join(f"# {k}: {v}\n" for k, v in attrs.items()) + "# " + ",".join(names) + "\n"
+def csv_header(names: list[str]) -> str:
+    return ",".join(names) + "\n"
+
+
+def csv_metadata_path(path) -> Path:
+    """The sidecar of a CSV file: ``run.csv`` → ``run.csv-metadata.json`` (the name CSV on
+    the Web gives it)."""
+    path = Path(path)
+    return path.with_name(path.name + "-metadata.json")
+
+
+UNITS_NOTE = (
+    "mechint's models are nondimensional: every quantity is in the units its parameters and "
+    "initial state were given in (time in the units of h); units = '1' (CF: dimensionless)"
+)
+
+
+def describe(system, name: str) -> dict:
+    """CF-style attributes of a saved variable: ``long_name`` (``System.long_name``) and
+    ``units``."""
+    if name == "time":
+        return {"long_name": "time", "units": "1"}
+    if name == "g":
+        return {"long_name": "attitude g ∈ SO(n): body frame to space frame", "units": "1"}
+    return {"long_name": system.long_name(name), "units": "1"}
+
+
+def write_csv_metadata(path, attrs: dict, names: list[str], system, fields: list[str]) -> None:
+    """The sidecar of ``path`` (written whole, then renamed into place): the run's record
+    under ``mechint`` and a CSV-on-the-Web table schema describing every column
+    (``fields``: the state variables, whose components are the columns ``name_i..``)."""
+    columns = []
+    for name in names:
+        column = {"name": name, "titles": name, "datatype": "double"}
+        if name == "t":
+            column |= {"dc:description": "time (in the units of h)", "unit": "1"}
+        elif name == "sample":
+            column |= {"datatype": "integer", "dc:description": "batch member"}
+        else:
+            field = next((f for f in fields if name.startswith(f + "_")), None)
+            info = describe(system, field or name)
+            index = name[len(field) + 1 :].replace("_", ", ") if field else ""
+            column["dc:description"] = info["long_name"] + (f" [{index}]" if index else "")
+            column["unit"] = info["units"]
+        columns.append(column)
+    sidecar = {
+        "@context": "http://www.w3.org/ns/csvw",
+        "url": Path(path).name,
+        "dc:description": UNITS_NOTE,
+        "tableSchema": {"columns": columns},
+        "mechint": {k: _json_value(v) for k, v in attrs.items()},
+    }
+    out = csv_metadata_path(path)
+    tmp = out.with_name(f".{out.name}.part")
+    tmp.write_text(json.dumps(sidecar, indent=1, ensure_ascii=False) + "\n")
+    os.replace(tmp, out)
+
+
+def _json_value(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
 
 
 def csv_block(t, arrays, invariants: dict, batched: bool) -> np.ndarray:
@@ -269,13 +369,10 @@ def saved_attrs(path) -> dict | None:
                 attrs = {k: v.item() if isinstance(v, np.generic) else v
                          for k, v in fh.attrs.items()}  # fmt: skip
         else:
-            attrs = {}
-            with open(path, errors="replace") as fh:
-                for line in fh:
-                    if not line.startswith("# ") or ": " not in line:
-                        break
-                    key, value = line[2:].rstrip("\n").split(": ", 1)
-                    attrs[key] = value
+            sidecar = csv_metadata_path(path)
+            if not sidecar.is_file():
+                return None
+            attrs = json.loads(sidecar.read_text()).get("mechint", {})
     except (OSError, ValueError):
         return None
     return attrs if "mechint_version" in attrs else None
@@ -284,15 +381,17 @@ def saved_attrs(path) -> dict | None:
 def read_csv(path) -> dict[str, np.ndarray]:
     """Columns of a CSV written by ``write_csv``, by name."""
     with open(path) as fh:
-        header = [line for line in fh if line.startswith("#")]
-    names = header[-1][2:].strip().split(",")
-    data = np.loadtxt(path, delimiter=",", comments="#", ndmin=2)
+        names = fh.readline().strip().split(",")
+    data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
     return {name: data[:, i] for i, name in enumerate(names)}
 
 
-def write(traj, path) -> None:
-    """NetCDF or CSV by extension."""
+def write(traj, path, final=None) -> None:
+    """NetCDF or CSV by extension (``final``: the name a temporary ``path`` will take)."""
     fmt = FORMATS.get(Path(path).suffix.lower())
     if fmt is None:
         check_writable(path)
-    (write_netcdf if fmt == "netcdf" else write_csv)(traj, path)
+    if fmt == "netcdf":
+        write_netcdf(traj, path)
+    else:
+        write_csv(traj, path, final)

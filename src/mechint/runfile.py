@@ -195,7 +195,7 @@ class RunFile:
         tmp = self.out.with_name(f".{self.out.name}.part{self.out.suffix}")
         sources = _Sources(self.out if self.merged else None, self.csv, self.segments)
         if self.csv:
-            _write_csv(tmp, attrs, sources, self.batched)
+            _write_csv(tmp, attrs, sources, self.batched, self.out, self.system)
         else:
             _write_netcdf(tmp, attrs, sources, self.system, self.batched, total, self.failure)
         with open(tmp, "rb+") as fh:  # on disk before it takes the name, and whole
@@ -392,9 +392,8 @@ class _Sources:
         if self.old is None:
             return
         with open(self.old) as fh:
-            for line in fh:
-                if not line.startswith("#"):
-                    yield line
+            fh.readline()  # the header
+            yield from fh
 
     def segment_blocks(self):
         for path, _, _ in self.segments:
@@ -406,12 +405,17 @@ class _Sources:
             yield rest, invariants, t
 
 
-def _write_csv(tmp: Path, attrs: dict, sources: _Sources, batched: bool) -> None:
+def _write_csv(tmp: Path, attrs: dict, sources: _Sources, batched: bool, out: Path,
+               system) -> None:  # fmt: skip
+    """The CSV (to ``tmp``, which becomes ``out``) and the sidecar of ``out``."""
     with open(tmp, "w") as fh:
         header_written = False
         for rest, invariants, t in sources.segment_blocks():
             if not header_written:
-                fh.write(io.csv_header(attrs, io.csv_names(rest, invariants, batched)))
+                names = io.csv_names(rest, invariants, batched)
+                fields = [name for name, _ in rest]
+                io.write_csv_metadata(out, attrs, names, system, fields)
+                fh.write(io.csv_header(names))
                 header_written = True
                 for line in sources.csv_old_rows():
                     fh.write(line)
@@ -440,20 +444,26 @@ def _write_netcdf(tmp: Path, attrs: dict, sources: _Sources, system, batched: bo
             dims.update(zip(lead + tuple(cdims), (*shape[:axis], total, *shape[axis + 1 :]),
                             strict=True))  # fmt: skip
         fh.dimensions = dims
-        fh.create_variable("time", ("time",), np.float64)
+        fh.create_variable("time", ("time",), np.float64).attrs.update(io.describe(system, "time"))
+        for dim, (values, dim_attrs) in io.dimension_coords(dims).items():
+            fh.create_variable(dim, (dim,), values.dtype, data=values).attrs.update(dim_attrs)
         for name, cdims in fields:
-            fh.create_variable(name, lead + tuple(cdims), shapes[name][0])
+            var = fh.create_variable(name, lead + tuple(cdims), shapes[name][0])
+            var.attrs.update(io.describe(system, name))
         for name, dtype in invariants.items():
-            fh.create_variable(name, lead, dtype)
+            fh.create_variable(name, lead, dtype).attrs.update(io.describe(system, name))
         member = lead[:-1]
         fh.create_variable("failed_step", member, np.int64,
-                           data=np.asarray(failed_step, dtype=np.int64))  # fmt: skip
+                           data=np.asarray(failed_step, dtype=np.int64)
+                           ).attrs.update(io.FAILURE_ATTRS["failed_step"])  # fmt: skip
         fh.create_variable("residual", member, np.float64,
-                           data=np.asarray(residual, dtype=np.float64))  # fmt: skip
+                           data=np.asarray(residual, dtype=np.float64)
+                           ).attrs.update(io.FAILURE_ATTRS["residual"])  # fmt: skip
         import h5py
 
         text = fh.create_variable("reason", member, h5py.string_dtype())
         text[...] = np.asarray(reason).astype(object)
+        text.attrs.update(io.FAILURE_ATTRS["reason"])
         names = ["time"] + [name for name, _ in fields]
         at = 0
         for part in sources.netcdf_slices(names, list(invariants), batched):
@@ -468,6 +478,6 @@ def _write_netcdf(tmp: Path, attrs: dict, sources: _Sources, system, batched: bo
             at += n
         if at != total:
             raise OSError(f"merged {at} samples, expected {total}")
-        fh.attrs.update(attrs)
+        fh.attrs.update({**io.global_attrs(), **attrs})
         for key, value in system.parameters().items():
             fh.attrs[key] = np.asarray(value, dtype=float)

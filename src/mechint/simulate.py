@@ -45,6 +45,28 @@ from mechint.trajectory import Trajectory
 _CHUNK_BODY_STEPS = 1 << 22
 
 
+class _CompileClock:
+    """Seconds JAX has spent tracing, lowering and compiling in this process (its
+    monitoring events), so that a run reports its compile time apart from its steps."""
+
+    EVENTS = (
+        "/jax/core/compile/jaxpr_trace_duration",
+        "/jax/core/compile/jaxpr_to_mlir_module_duration",
+        "/jax/core/compile/backend_compile_duration",
+    )
+
+    def __init__(self):
+        self.seconds = 0.0
+        jax.monitoring.register_event_duration_secs_listener(self._heard)
+
+    def _heard(self, event: str, duration_secs: float, **_: str | int) -> None:
+        if event in self.EVENTS:
+            self.seconds += duration_secs
+
+
+_COMPILE_CLOCK = _CompileClock()
+
+
 @dataclasses.dataclass(frozen=True)
 class _Run:
     """What a run was asked to do (recorded in every Trajectory it returns)."""
@@ -213,7 +235,7 @@ def simulate(
     samples = [jax.tree.map(lambda a: np.asarray(a, dtype=real)[None], x0_np)]
     every = jnp.asarray(save_every, dtype=jnp.int64)
     numbers = sum(int(np.size(a)) for a in jax.tree.leaves(x0_np))
-    start = time.perf_counter()
+    start, compiled = time.perf_counter(), _COMPILE_CLOCK.seconds
     bar = tqdm(
         total=steps, unit="step", unit_scale=True, delay=2.0, disable=not progress,
         file=sys.stderr, leave=False,
@@ -248,14 +270,16 @@ def simulate(
     finally:
         bar.close()
     wall = time.perf_counter() - start
+    compile_time = min(_COMPILE_CLOCK.seconds - compiled, wall)
+    stats = {"wall_time": wall, "compile_time": compile_time}
     if not keep:
         if handed == 0:  # no chunk ran (steps == 0 cannot happen): x0 alone
-            return _trajectory(run, samples, carry, wall_time=wall)
-        return _trajectory(run, [last], carry, first=handed - 1, wall_time=wall)
-    return _trajectory(run, samples, carry, wall_time=wall)
+            return _trajectory(run, samples, carry, stats=stats)
+        return _trajectory(run, [last], carry, first=handed - 1, stats=stats)
+    return _trajectory(run, samples, carry, stats=stats)
 
 
-def _trajectory(run: _Run, samples, carry, first: int = 0, **stats) -> Trajectory:
+def _trajectory(run: _Run, samples, carry, first: int = 0, stats=None) -> Trajectory:
     """The Trajectory of ``samples``, the run's saved samples from number ``first`` on."""
     x = jax.tree.map(lambda *parts: np.concatenate(parts, axis=0), *samples)
     n_saved = jax.tree.leaves(x)[0].shape[0]
@@ -293,7 +317,7 @@ def _trajectory(run: _Run, samples, carry, first: int = 0, **stats) -> Trajector
         orientation=g,
         steps=(first + n_saved - 1) * run.save_every,
         save_every=run.save_every,
-        stats=stats,
+        stats=stats or {},
         failed_step=fail_step,
         residual=np.where(fail_step >= 0, np.asarray(carry[3], dtype=np.float64), 0.0),
         reason=reason,

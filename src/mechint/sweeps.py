@@ -407,12 +407,15 @@ def _assemble(exp: Experiment, results):
         task_done[at] = True
     dims = [*exp.grid, "integrator", "h", "sample", "save"]
     ds = {}
+    sizes = {}
     for (name, cdims), arr in zip(fields, data, strict=True):
-        ds[name] = (dims + list(cdims), arr)
-    ds["failed_step"] = (dims[:-1], failed)
-    ds["residual"] = (dims[:-1], residual)
-    ds["reason"] = (dims[:-1], np.asarray(REASON_LABELS, dtype=object)[reason].astype(str))
-    ds["task_done"] = (dims[:-1], task_done)
+        ds[name] = (dims + list(cdims), arr, io.describe(first, name))
+        sizes.update(zip(cdims, arr.shape[len(dims) :], strict=True))
+    ds["failed_step"] = (dims[:-1], failed, io.FAILURE_ATTRS["failed_step"])
+    ds["residual"] = (dims[:-1], residual, io.FAILURE_ATTRS["residual"])
+    ds["reason"] = (dims[:-1], np.asarray(REASON_LABELS, dtype=object)[reason].astype(str),
+                    io.FAILURE_ATTRS["reason"])  # fmt: skip
+    ds["task_done"] = (dims[:-1], task_done, {"long_name": "whether the task ran"})
     # invariants at every grid point (parameters differ)
     for gi, point in enumerate(points):
         system = _build(cls, exp, point)
@@ -421,18 +424,28 @@ def _assemble(exp: Experiment, results):
         inv = system.invariants(x[0] if len(x) == 1 else x)
         for key, val in inv.items():
             if key not in ds:
-                ds[key] = (dims, np.full(lead, np.nan))
+                ds[key] = (dims, np.full(lead, np.nan), io.describe(first, key))
             ds[key][1][g] = np.asarray(val)
     coords = {
-        "integrator": [integrator_label(spec) for spec in exp.integrators],
-        "h": list(exp.h),
-        "sample": np.arange(count),
-        "save": np.arange(n_saves),
-        "time": (("h", "save"), np.outer(exp.h, exp.save_every * np.arange(n_saves, dtype=float))),
-    }
+        "integrator": ("integrator", [integrator_label(spec) for spec in exp.integrators],
+                       {"long_name": "integrator"}),
+        "h": ("h", np.asarray(exp.h, dtype=float), {"long_name": "time step", "units": "1"}),
+        "sample": ("sample", np.arange(count), {"long_name": "initial state (batch member)"}),
+        "save": ("save", np.arange(n_saves), {"long_name": "saved sample"}),
+        "time": (("h", "save"), np.outer(exp.h, exp.save_every * np.arange(n_saves, dtype=float)),
+                 io.describe(first, "time")),
+    }  # fmt: skip
+    coords.update({d: (d, v, a) for d, (v, a) in io.dimension_coords(sizes).items()})
     for key, values in exp.grid.items():
-        coords[key] = [",".join(f"{v:g}" for v in np.atleast_1d(val)) for val in values]
-    attrs = {"system": exp.system, "steps": exp.steps, "save_every": exp.save_every}
+        numbers = np.asarray([np.asarray(v, dtype=float) for v in values])
+        about = {"long_name": f"swept parameter {key}", "units": "1"}
+        if numbers.ndim == 1:  # a number per grid point: the coordinate itself
+            coords[key] = (key, numbers, about)
+        else:  # a vector per grid point: its index, and the numbers beside it
+            coords[key] = (key, np.arange(len(numbers)), {"long_name": f"{key} (grid index)"})
+            coords[f"{key}_value"] = ((key, f"{key}_component"), numbers, about)
+    attrs = {**io.global_attrs(), "system": exp.system, "steps": exp.steps,
+             "save_every": exp.save_every}  # fmt: skip
     attrs["experiment"] = experiment_key(exp)
     attrs["complete"] = int(bool(task_done.all()))
     attrs["mechint_version"] = __version__

@@ -20,7 +20,8 @@ class Trajectory:
     a pytree of NumPy arrays for structured states.  ``orientation``: the attitudes
     g_k ∈ SO(n), (n_saved, n, n) or (B, n_saved, n, n), when the run carried them (else
     None).  ``system``, ``integrator``, ``h``, ``steps`` and ``save_every`` record what
-    produced it; ``stats`` holds the wall time.
+    produced it; ``stats`` holds the wall time and the part of it spent compiling
+    (``wall_time``, ``compile_time``, seconds).
     """
 
     system: Any
@@ -35,6 +36,23 @@ class Trajectory:
     failed_step: Any = -1
     residual: Any = 0.0
     reason: Any = "ok"
+
+    def __repr__(self) -> str:
+        """One line: what ran, the shapes, the time span and the failures (not the data)."""
+        shapes = ", ".join(
+            f"{field[0]}{tuple(np.shape(leaf))}"
+            for field, leaf in zip(self.system.state_fields, jax.tree.leaves(self.x), strict=False)
+        )
+        span = (
+            f"t in [{float(self.t[0]):g}, {float(self.t[-1]):g}]" if len(self.t) else "no samples"
+        )
+        failed = int(np.sum(self.failed))
+        extra = f", g{tuple(np.shape(self.orientation))}" if self.orientation is not None else ""
+        return (
+            f"Trajectory({self.system!r}, {self.integrator!r}, h={self.h:g}, steps={self.steps}, "
+            f"save_every={self.save_every}, {len(self.t)} samples, {span}; {shapes}{extra}; "
+            f"{failed} failed)"
+        )
 
     @property
     def failed(self) -> np.ndarray:

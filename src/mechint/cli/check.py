@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
         "Casimirs, momentum maps, reversibility, the integrator's own kept quantities), their "
         "exponent in h over h, h/2, ..., h/16, and a verdict: exact (round-off) or O(h^p). "
         "Without a state option, a fixed generic state of the system is used.",
-        epilog="example: mechint check --system euler-top --inertia 3,2,1 --integrator kahan",
+        epilog="example:\n  mechint check --system euler-top --inertia 3,2,1 --integrator kahan",
     )
     model.add_system_options(p)
     model.add_integrator_options(p)

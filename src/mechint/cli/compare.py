@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
         "at T against the exact solution or DOP853, the largest relative error of each "
         "invariant, wall time without compilation) and write a figure of the invariant errors "
         "against time (log scale).  Without a state option a fixed generic state is used.",
-        epilog="example: mechint compare --system euler-top --inertia 3,2,1 "
+        epilog="example:\n  mechint compare --system euler-top --inertia 3,2,1 "
         "--integrators kahan,midpoint,rk4,splitting --T 1000 --h 0.01 --out compare.png",
     )
     model.add_system_options(p)

@@ -10,14 +10,41 @@ import argparse
 import os
 import re
 import sys
+import textwrap
 
 from mechint._version import __version__
 from mechint.cli import check, compare, demo, run, sweep
 from mechint.errors import InputError, StepFailure
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Descriptions and epilogs keep their line breaks, each line filled to the width; an
+    example command (a line starting with ``mechint``) is wrapped with `` \\``
+    continuations, so that it can be pasted into a shell as it is printed."""
+
+    def _fill_text(self, text, width, indent):
+        out = []
+        for line in text.splitlines():
+            body = line.strip()
+            command = body.startswith("mechint ")
+            lead = indent + " " * (len(line) - len(line.lstrip()))
+            wrapped = textwrap.wrap(body, max(width - len(lead) - 2, 20), break_on_hyphens=False,
+                                    break_long_words=False) or [""]  # fmt: skip
+            if command:
+                out.append(" \\\n".join(lead + ("" if i == 0 else "    ") + part
+                                         for i, part in enumerate(wrapped)))  # fmt: skip
+            else:
+                out.extend(lead + part for part in wrapped)
+        return "\n".join(out)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (no usage dump) and exit code 2."""
+    """argparse with one-line errors (no usage dump) and exit code 2; examples printed
+    one per line (``_Formatter``)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
         description="Run every grid point × integrator × h × initial state of an experiment "
         "(TOML; see mechint.sweeps) in vmapped batches, here or on a Dask cluster, and write "
         "one dataset with a dimension per swept parameter.",
-        epilog="example: mechint sweep experiment.toml --out results.nc --cluster local:2",
+        epilog="example:\n  mechint sweep experiment.toml --out results.nc --cluster local:2",
     )
     p.add_argument("experiment", help="the experiment file (.toml)")
     p.add_argument("--out", required=True, help="output file (.nc)")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -68,10 +69,38 @@ class StateOption:
     help: str
 
 
+# Long names of the quantities named by pattern (any system that has them).
+_PATTERNS = (
+    (
+        r"L(\d+)_(\d+)",
+        "Lax integral: the coefficient of λ^{1} in tr K(λ)^{0}, K(λ) = P + λM + λ²J²",
+    ),
+    (r"trM(\d+)", "Casimir tr M^{0}"),
+    (r"trP(\d+)", "Casimir tr P^{0}"),
+    (r"trN(\d+)", "Casimir tr N^{0}, N = |p|²M − (Mp)∧p"),
+    (r"K(\d+)", "Kahan's modified integral K{0} (kept exactly by Kahan's map)"),
+)
+
+# What the dimensions of saved runs index.
+DIMENSIONS = {
+    "time": "time (in the units of h)",
+    "sample": "batch member",
+    "axis": "body axis",
+    "row": "matrix row",
+    "col": "matrix column",
+    "dof": "degree of freedom",
+    "species": "species",
+    "component": "state component",
+}
+
+
 class System(abc.ABC):
     """A mechanical model as data (see the module docstring)."""
 
     name: ClassVar[str] = "system"
+    # long names of the state fields and invariants (``long_name``): each class names its
+    # own, merged along the class hierarchy
+    descriptions: ClassVar[dict[str, str]] = {"H": "energy (the Hamiltonian)"}
     parameter_table: ClassVar[tuple[Parameter, ...]] = ()
     state_options: ClassVar[tuple[StateOption, ...]] = ()
     quadratic_invariants: ClassVar[tuple[str, ...]] = ()
@@ -96,6 +125,22 @@ class System(abc.ABC):
 
     def casimirs(self, x) -> dict[str, Any]:
         return {}
+
+    @classmethod
+    def long_name(cls, name: str) -> str:
+        """What the state field or invariant ``name`` is, in words (its own name if
+        nothing describes it); a trailing '~' marks the map's modified quantity."""
+        if name.endswith("~"):
+            return cls.long_name(name[:-1]) + " (the map's modified, kept version)"
+        for klass in cls.__mro__:
+            table = vars(klass).get("descriptions")
+            if table and name in table:
+                return table[name]
+        for pattern, text in _PATTERNS:
+            match = re.fullmatch(pattern, name)
+            if match:
+                return text.format(*match.groups())
+        return name
 
     @abc.abstractmethod
     def parameters(self) -> dict: ...

@@ -70,6 +70,8 @@ class Canonical(PoissonSystem):
     """The canonical capability: state (q, p), Π = 𝕁 constant, symplectic maps.  A
     subclass defines ``dof`` and ``energy(q, p)`` for one sample (shape (dof,) each)."""
 
+    descriptions: ClassVar[dict[str, str]] = {"q": "position", "p": "momentum"}
+
     state_fields = (("q", ("dof",)), ("p", ("dof",)))  # type: ignore[assignment]
     state_options: ClassVar[tuple[StateOption, ...]] = (
         StateOption("q0", "initial positions q (canonical systems): comma-separated"),

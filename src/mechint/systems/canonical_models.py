@@ -116,6 +116,12 @@ class Kepler(Separable, ReducedEnergy, ExactSolution):
     A = p × (L e3) − μ q/|q| = (p2 L − μ q1/|q|, −p1 L − μ q2/|q|).
     """
 
+    descriptions: ClassVar[dict[str, str]] = {
+        "L": "angular momentum q1 p2 − q2 p1",
+        "A1": "Laplace–Runge–Lenz vector, first component",
+        "A2": "Laplace–Runge–Lenz vector, second component",
+    }
+
     mu: Float[Array, ""]
 
     name: ClassVar[str] = "kepler"

@@ -35,6 +35,12 @@ class ClebschTop(rigid.Body):
     Poisson tensor of e(n) in the coordinates (M_jk, j<k; p_c): {M_ab, p_c} = δ_ac p_b − δ_bc p_a.
     """
 
+    descriptions: ClassVar[dict[str, str]] = {
+        "p": "potential vector in the body frame, p = gᵀa",
+        "p2": "Casimir |p|²",
+        "mp": "Casimir m·p",
+    }
+
     J: Float[Array, " n"]
 
     name: ClassVar[str] = "clebsch"

@@ -65,6 +65,8 @@ class EulerTop(
     Any positive inertia is accepted, including two or three equal moments.
     """
 
+    descriptions: ClassVar[dict[str, str]] = {"m": "body angular momentum", "C": "Casimir ½|m|²"}
+
     inertia: Float[Array, 3]
 
     name: ClassVar[str] = "euler-top"

@@ -78,6 +78,13 @@ class AbstractHeavyTop(rigid.Body, QuadraticVectorField, NaturalSplit):
     as half kicks on both sides of each Moser–Veselov step (``body_kick``).
     """
 
+    descriptions: ClassVar[dict[str, str]] = {
+        "m": "body angular momentum",
+        "gamma": "vertical in the body frame, γ = gᵀe_z",
+        "gamma2": "Casimir |γ|²",
+        "mgamma": "Casimir m·γ",
+    }
+
     inertia: Float[Array, 3]
     chi: Float[Array, 3]
 
@@ -273,6 +280,8 @@ class HeavyTop(AbstractHeavyTop):
 class LagrangeTop(AbstractHeavyTop):
     """The Lagrange top: I1 = I2 and χ = (0, 0, ℓ); its third integral is m3."""
 
+    descriptions: ClassVar[dict[str, str]] = {"m3": "momentum about the symmetry axis m3"}
+
     inertia: Float[Array, 3]
     chi: Float[Array, 3]
 
@@ -314,6 +323,10 @@ class LagrangeTop(AbstractHeavyTop):
 class KovalevskayaTop(AbstractHeavyTop):
     """The Kovalevskaya top: I1 = I2 = 2 I3 and χ = (χ1, χ2, 0); its third integral is
     K = |(ω1 + iω2)² − (χ1 + iχ2)(γ1 + iγ2)/I3|²."""
+
+    descriptions: ClassVar[dict[str, str]] = {
+        "K": "Kovalevskaya's integral |(m1 + i m2)² − (γ1 + i γ2)|²"
+    }
 
     inertia: Float[Array, 3]
     chi: Float[Array, 3]

@@ -52,6 +52,13 @@ def e3_tensor(m: Float[Array, "... 3"], g: Float[Array, "... 3"]) -> Float[Array
 class LiePoissonHamiltonian(PoissonSystem):
     """A Hamiltonian ``H`` on so(3)* (state m) or e(3)* (state (m, γ))."""
 
+    descriptions: ClassVar[dict[str, str]] = {
+        "x": "state",
+        "C": "Casimir ½|m|²",
+        "C1": "Casimir ½|γ|²",
+        "C2": "Casimir m·γ",
+    }
+
     H: Callable
     algebra: str
     params: object = None

@@ -71,6 +71,8 @@ class QuadraticField(QuadraticVectorField):
     default to zero.  A general quadratic field has no known invariants.
     """
 
+    descriptions: ClassVar[dict[str, str]] = {"x": "state"}
+
     Q: Float[Array, "n n n"]
     B: Float[Array, "n n"]
     c: Float[Array, " n"]
@@ -163,6 +165,11 @@ class LotkaVolterra(PoissonSystem, QuadraticVectorField):
     V = c x − d ln x + b y − a ln y, and (x, y)' = Π∇V with Π = [[0, −xy], [xy, 0]];
     orbits are closed curves around (d/c, a/b) in the positive quadrant.
     """
+
+    descriptions: ClassVar[dict[str, str]] = {
+        "x": "populations (x, y)",
+        "V": "first integral V = c x − d ln x + b y − a ln y",
+    }
 
     a: Float[Array, ""]
     b: Float[Array, ""]

@@ -31,13 +31,15 @@ class QuadraticPotentialTop(rigid.Body):
     so(n) ⋉ Symm(n) in the coordinates (M_jk, j<k; P_jk, j≤k) (MATH.md §3).
     """
 
+    descriptions: ClassVar[dict[str, str]] = {"P": "potential matrix in the body frame, P = gᵀAg"}
+
     J: Float[Array, " n"]
 
     name: ClassVar[str] = "quadratic-potential-top"
     energy_degree: ClassVar[int | None] = 2  # ½⟨M, Ω⟩ − ½ Σ J_i P_ii
     state_options: ClassVar[tuple[StateOption, ...]] = (
         rigid.M0_OPTION,
-        StateOption("P0", "initial symmetric P = g0ᵀAg0 (n x n)"),
+        StateOption("P0", "initial symmetric P = g0ᵀAg0 (n x n), e.g. '1,0,0;0,2,0;0,0,-1'"),
         StateOption("A", "potential matrix A (space frame) instead of P0: P0 = g0ᵀ A g0"),
     )
     state_fields = (("M", ("row", "col")), ("P", ("row", "col")))  # type: ignore[assignment]

@@ -44,6 +44,8 @@ class Body(PoissonSystem, LevelSetSampler):
     x ↦ (M, P or None) with its update under a rotation W.  Subclasses are frozen
     dataclasses with ``repr=False``."""
 
+    descriptions: ClassVar[dict[str, str]] = {"M": "body angular momentum (skew, M = ΩJ + JΩ)"}
+
     J: Float[Array, " n"]
 
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
@@ -135,7 +137,9 @@ def validate_pair(system: Body, x, second: str):
         raise InputError(option, exc.problem, exc.fix) from None
 
 
-M0_OPTION = StateOption("M0", "initial skew body momentum M (n x n)")
+M0_OPTION = StateOption(
+    "M0", "initial skew body momentum M (n x n), e.g. '0,1,0;-1,0,0.5;0,-0.5,0'"
+)
 
 
 def haar_so(rng: np.random.Generator, count: int, n: int) -> np.ndarray:
