@@ -37,6 +37,37 @@ def test_chunked_run_equals_one_chunk(top, m0, monkeypatch):
     assert np.array_equal(whole.x, chunked.x)
 
 
+def test_chunks_sized_by_time_give_the_same_states_with_one_compile(top, m0):
+    """chunk_seconds: a short first chunk, then chunks sized from its rate; the states
+    equal the run in one chunk, every chunk runs one compiled program."""
+    from mechint.simulate import _advance
+
+    whole = mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 200_000, 10)
+    before = _advance._cache_size()
+    chunks = []
+    last = mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 200_000, 10, keep=False,
+                       chunk_steps=100_000, chunk_seconds=2e-3, on_chunk=chunks.append)  # fmt: skip
+    sizes = [len(c.t) for c in chunks]
+    assert np.array_equal(whole.x, np.concatenate([c.x for c in chunks]))
+    timed = last
+    assert len(sizes) > 3 and sizes[0] <= 1 + 10_000 // 256 < max(sizes) // 2  # short, then longer
+    assert _advance._cache_size() - before <= 1
+    assert timed.stats["compile_time"] <= timed.stats["wall_time"]
+    with pytest.raises(mi.InputError, match="chunk_seconds"):
+        mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 10, chunk_seconds=0.0)
+
+
+def test_classes_for_instances_and_a_one_line_repr(top, m0):
+    with pytest.raises(mi.InputError, match=r"integrator: got the class Kahan.*Kahan\(\)"):
+        mi.simulate(top, mi.integrators.Kahan, m0, 0.01, 10)
+    with pytest.raises(mi.InputError, match=r"system: got the class EulerTop"):
+        mi.simulate(mi.systems.EulerTop, mi.integrators.Kahan(), m0, 0.01, 10)
+    traj = mi.simulate(top, mi.integrators.Kahan(), np.stack([m0, m0]), 0.01, 1000, 10)
+    text = repr(traj)
+    assert "\n" not in text and len(text) < 300
+    assert "101 samples" in text and "m(2, 101, 3)" in text and "0 failed" in text
+
+
 def test_compiled_once_per_system_type_and_integrator(top, m0):
     from mechint.simulate import _advance
 

@@ -31,7 +31,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from mechint import _validate
-from mechint.errors import StepFailure
+from mechint.errors import InputError, StepFailure
 from mechint.integrate import check_integrator, check_system, decode, initial_carry, run_saves
 from mechint.integrators.compensated import Compensated
 from mechint.integrators.oriented import Oriented
@@ -137,6 +137,7 @@ def simulate(
     orientation=None,
     on_chunk=None,
     chunk_steps: int | None = None,
+    chunk_seconds: float | None = None,
     dtype: str = "float64",
     throw: bool = True,
     keep: bool = True,
@@ -175,6 +176,11 @@ def simulate(
     chunk_steps
         Body-steps (steps × batch size) per chunk, rounded to whole save intervals
         (default 2^22): each chunk is one compiled call, and the unit of ``on_chunk``.
+    chunk_seconds
+        Aim for chunks of about this many seconds (at most ``chunk_steps``): the first
+        chunk is short (1/256 of the budget), and the next ones are sized from the rate
+        it measured, so that a slow map shows progress and checkpoints on time.  All
+        chunks share one compiled program; the states are the same as with any chunking.
     dtype
         "float64" (default) or "float32": the state and the system's parameters are cast
         to it (faster on GPUs, about 1e-7 relative precision; invariants kept to
@@ -229,6 +235,8 @@ def simulate(
         _CHUNK_BODY_STEPS if chunk_steps is None else _validate.count("chunk_steps", chunk_steps)
     )
     per_chunk = _plan(n_saves, save_every, batch, chunk)
+    if chunk_seconds is not None and not chunk_seconds > 0:
+        raise InputError("chunk_seconds", f"must be > 0, got {chunk_seconds!r}")
 
     x0_j = jax.tree.map(lambda a: jnp.asarray(a, dtype=real), x0_np)
     carry = initial_carry(x0_j, batch if batched else None, real)
@@ -241,15 +249,23 @@ def simulate(
         file=sys.stderr, leave=False,
     )  # fmt: skip
     handed, last = 0, None  # samples handed to on_chunk and forgotten (keep=False)
+    # one compiled size for every chunk (the last, shorter one included)
+    size = capacity(min(per_chunk, n_saves), numbers)
+    n_next = per_chunk if chunk_seconds is None else max(1, per_chunk // 256)
     try:
         done = 0
         while done < n_saves:
-            n = min(per_chunk, n_saves - done)
+            n = min(n_next, n_saves - done)
+            began, compiling = time.perf_counter(), _COMPILE_CLOCK.seconds
             carry, saved = _advance(
                 system, integrator, carry, h, every, jnp.asarray(n, dtype=jnp.int64),
-                capacity=capacity(n, numbers), batched=batched,
+                capacity=size, batched=batched,
             )  # fmt: skip
             saved = jax.tree.map(lambda a, n=n: a[:n], jax.device_get(saved))
+            if chunk_seconds is not None:  # the next chunk's size, from this one's rate
+                spent = time.perf_counter() - began - (_COMPILE_CLOCK.seconds - compiling)
+                rate = n / max(spent, 1e-6)
+                n_next = int(min(per_chunk, max(1, rate * chunk_seconds)))
             fail_step = decode(np.asarray(carry[2]))[0]
             if throw and np.any(fail_step >= 0):
                 _raise_failure(run, samples, saved, done, carry, handed)

@@ -365,7 +365,7 @@ def _on_dask(work, scheduler, cluster, collect):
 
 
 # seconds to wait for a scheduler to answer
-_CONNECT_TIMEOUT = 10
+_CONNECT_TIMEOUT = 5
 
 
 async def _probe(scheduler: str) -> None:
@@ -442,8 +442,11 @@ def _assemble(exp: Experiment, results):
         if numbers.ndim == 1:  # a number per grid point: the coordinate itself
             coords[key] = (key, numbers, about)
         else:  # a vector per grid point: its index, and the numbers beside it
+            component = f"{key}_component"
             coords[key] = (key, np.arange(len(numbers)), {"long_name": f"{key} (grid index)"})
-            coords[f"{key}_value"] = ((key, f"{key}_component"), numbers, about)
+            coords[component] = (component, np.arange(1, numbers.shape[1] + 1),
+                                 {"long_name": f"component of {key}"})  # fmt: skip
+            coords[f"{key}_value"] = ((key, component), numbers, about)
     attrs = {**io.global_attrs(), "system": exp.system, "steps": exp.steps,
              "save_every": exp.save_every}  # fmt: skip
     attrs["experiment"] = experiment_key(exp)

@@ -300,3 +300,54 @@ def test_an_estimate_that_does_not_fit_names_a_save_interval_that_does(capsys, t
     assert estimate.memory_bytes <= resources.available_memory()
     full = resources.footprint(top, np.array([0.45, 0.0, 0.89]), 10**9, 1)
     assert full.file_bytes == (10**9 + 1) * 48  # m (3), H, C and t: 8 bytes each
+
+
+def test_default_save_every_keeps_the_file_small_and_says_so(tmp_path, capsys):
+    """No --save-every: about 10^4 samples (a divisor of steps), the choice printed;
+    the summary reports the compile time apart from the steps'."""
+    argv = [a for a in BASE if a not in ("--save-every", "100")]
+    argv[argv.index("1000")] = "1000000"
+    out = tmp_path / "run.nc"
+    code, stdout, stderr = _run([*argv, "--out", str(out)], capsys)
+    assert code == 0
+    assert "saving every 100 steps (10001 samples; --save-every to choose)" in stderr
+    assert "10001 samples" in stdout and "s compiling)" in stdout
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert ds.sizes["time"] == 10001 and ds.attrs["save_every"] == 100
+    assert out.stat().st_size < 2_000_000  # every step saved: about 100 MB
+
+
+@pytest.mark.parametrize("command", ["run", "check", "compare", "sweep"])
+def test_help_examples_paste_into_a_shell(command, capsys):
+    """Each example of --help is printed on lines joined by ' \\' continuations; joined
+    back as a shell does, it parses."""
+    import shlex
+
+    from mechint.cli.main import build_parser
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = capsys.readouterr().out
+    examples = text.split("example")[1].split(":", 1)[1].replace(" \\\n", " ")
+    commands = [line.strip() for line in examples.splitlines() if line.strip()]
+    assert commands and all(c.startswith(f"mechint {command} ") for c in commands)
+    for c in commands:
+        args = build_parser().parse_args(shlex.split(c)[1:])
+        assert args.command == command
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [
+        ("Kahan", "'kahan'"),
+        ("verlet", "'stormer-verlet'"),
+        ("DiscreteLagrangian", "'discrete-lagrangian'"),
+        ("midpont", "'midpoint'"),
+    ],
+)
+def test_an_unknown_integrator_suggests_the_intended_one(given, meant, tmp_path, capsys):
+    argv = [*BASE, "--out", str(tmp_path / "a.nc")]
+    argv[argv.index("kahan")] = given
+    code, _, stderr = _run(argv, capsys)
+    assert code == 2 and stderr.count("\n") == 1
+    assert f"--integrator: unknown integrator {given!r}; did you mean {meant}?" in stderr

@@ -18,8 +18,8 @@ def add_parser(sub) -> None:
         help="run several integrators on one initial condition and compare them",
         description="Run each integrator from one state to T with step h; print a table (error "
         "at T against the exact solution or DOP853, the largest relative error of each "
-        "invariant, wall time without compilation) and write a figure of the invariant errors "
-        "against time (log scale).  Without a state option a fixed generic state is used.",
+        "invariant, wall time without compilation); with --out, a figure of the invariant "
+        "errors against time (log scale).  Without a state option a fixed generic state is used.",
         epilog="example:\n  mechint compare --system euler-top --inertia 3,2,1 "
         "--integrators kahan,midpoint,rk4,splitting --T 1000 --h 0.01 --out compare.png",
     )
@@ -27,7 +27,7 @@ def add_parser(sub) -> None:
     model.add_integrator_options(p, several=True)
     p.add_argument("--T", required=True, help="final time (T/h must be whole)")
     p.add_argument("--h", default="0.01", help="time step (default 0.01)")
-    p.add_argument("--out", required=True, help="figure file (.png, .pdf or .svg)")
+    p.add_argument("--out", help="also write the figure (.png, .pdf or .svg)")
     p.add_argument("--table", help="also write the table (.csv or .json)")
     p.set_defaults(handler=handle)
 
@@ -53,22 +53,25 @@ def handle(args: argparse.Namespace) -> int:
     steps = round(T / h)
     if abs(steps * h - T) > 1e-9 * T:
         raise InputError("--T", f"T/h = {T / h:g} is not a whole number", "adjust --T or --h")
-    out = io.check_writable(args.out, "--out", FIGURE_FORMATS)
+    out = io.check_writable(args.out, "--out", FIGURE_FORMATS) if args.out else None
     table_path = None
     if args.table:
         table_path = io.check_writable(args.table, "--table", {".csv": "csv", ".json": "json"})
     result = compare(system, integrators, x0, h, T)
     rows = result.table()
     _print(rows, result)
-    errors = {
-        name: invariant_errors(system, traj)
-        for name, traj in zip(result.names, result.trajectories, strict=True)
-    }
-    title = f"{system!r}, h = {h:g}, T = {T:g}"
-    invariant_error_figure(result.trajectories[0].t, errors, title).savefig(out, dpi=130)
+    if out is not None:
+        errors = {
+            name: invariant_errors(system, traj)
+            for name, traj in zip(result.names, result.trajectories, strict=True)
+        }
+        title = f"{system!r}, h = {h:g}, T = {T:g}"
+        invariant_error_figure(result.trajectories[0].t, errors, title).savefig(out, dpi=130)
     if table_path is not None:
         _write(rows, table_path)
-    print(f"wrote {out}" + (f" and {table_path}" if table_path else ""))
+    written = [str(p) for p in (out, table_path) if p is not None]
+    if written:
+        print("wrote " + " and ".join(written))
     return 0
 
 

@@ -127,9 +127,8 @@ def prepare(args: argparse.Namespace):
     return system, integrator, (x0, g0), h, steps, save_every, out, plot
 
 
-# Body-steps per chunk of a written run: the granularity of its checkpoints and what its
-# memory holds (a fast explicit map does 2^20 steps in 0.03 s, the discrete Lagrangian
-# map in about 5 s).
+# Body-steps per chunk of a written run at most: what its memory holds (a fast explicit
+# map does 2^20 steps in 0.03 s); slower maps take shorter chunks (``_chunk_seconds``).
 _CHECKPOINT_CHUNK = 1 << 20
 
 
@@ -173,7 +172,8 @@ def _run(args, system, integrator, x0, g0, h, steps, save_every, out, plot, ever
             traj = simulate(
                 system, integrator, start, h, todo, save_every, t0=t0,
                 progress=not args.quiet, orientation=g0, on_chunk=on_chunk,
-                chunk_steps=_CHECKPOINT_CHUNK, dtype=args.dtype, keep=False,
+                chunk_steps=_CHECKPOINT_CHUNK, chunk_seconds=_chunk_seconds(every),
+                dtype=args.dtype, keep=False,
                 compensated=args.compensated,
             )  # fmt: skip
             writer.close()
@@ -201,6 +201,12 @@ def _run(args, system, integrator, x0, g0, h, steps, save_every, out, plot, ever
     if not args.quiet:
         _summary(traj, writer, plot)
     return 0
+
+
+def _chunk_seconds(every: float) -> float:
+    """How long a chunk of steps should take: short enough that progress shows and the
+    checkpoints come on time (--checkpoint-every), at most a second, at least 50 ms."""
+    return min(1.0, max(0.05, every)) if every > 0 else 1.0
 
 
 def _batched(system, resumed) -> bool:

@@ -72,10 +72,17 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _sweep(args, experiment, out, every, previous) -> int:
+    from tqdm.auto import tqdm
+
     state = {"make": None, "last": time.monotonic()}
-    with guard.stop_on_signals() as stop:
+    work = sweeps.tasks(experiment)
+    finished = 0 if previous is None else len(sweeps.finished_results(experiment, previous, work))
+    bar = tqdm(total=len(work), initial=finished, unit="task", delay=2.0, file=sys.stderr,
+               leave=False)  # fmt: skip
+    with bar, guard.stop_on_signals() as stop:
 
         def on_result(make):
+            bar.update(1)
             state["make"] = make
             if time.monotonic() - state["last"] >= every:
                 _write(make(), out)
@@ -90,6 +97,10 @@ def _sweep(args, experiment, out, every, previous) -> int:
                 on_result=on_result,
                 previous=previous,
             )
+        except InputError as exc:  # the scheduler's error names the option it came from
+            if exc.parameter in ("scheduler", "cluster"):
+                raise InputError(f"--{exc.parameter}", exc.problem, exc.fix) from None
+            raise
         except KeyboardInterrupt:
             if state["make"] is not None:
                 _write(state["make"](), out)

@@ -45,7 +45,7 @@ class Comparison:
                 "wall s": self.wall_time[i],
                 "error at T": self.error_at_T[i],
             }
-            row.update({f"max |Δ{k}|": v for k, v in self.max_invariant_errors[i].items()})
+            row.update({f"max |Δ{k}|/|{k}|": v for k, v in self.max_invariant_errors[i].items()})
             rows.append(row)
         return rows
 
