@@ -4,27 +4,35 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint docs docs-check bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test,docs]"
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/mechint demo --out mechint-demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples docs/hooks.py
+	$(BIN)/ruff format --check src tests benchmarks examples docs/hooks.py
 	$(BIN)/pyright
 
-test: lint
+# the site, with the gallery's examples run and their figures drawn: build/site
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 MPLBACKEND=Agg $(BIN)/mkdocs build --strict
+
+# the same build, strict (warnings are errors, links checked), without running the examples
+docs-check: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 MECHINT_DOCS_QUICK=1 $(BIN)/mkdocs build --strict --quiet --site-dir build/site-check
+
+test: lint docs-check
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/euler_top.py
 
 clean:
-	rm -rf $(VENV) mechint-demo .pytest_cache
+	rm -rf $(VENV) mechint-demo .pytest_cache build docs/generated

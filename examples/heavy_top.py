@@ -1,4 +1,4 @@
-"""The heavy top family (MATH.md §6): the Lagrange top's nutation and its third integral
+"""The heavy top family (docs/math.md §6): the Lagrange top's nutation and its third integral
 m3 under four maps, and a Poincaré section of a chaotic heavy top.
 
 python examples/heavy_top.py [--quick] [--out heavy_top.png]

@@ -1,5 +1,5 @@
 """Kahan's theorem: Kahan's map for the Euler top is Poisson if and only if it preserves
-the energy (MATH.md §2).
+the energy (docs/math.md §2).
 
 python examples/kahan_theorem.py [--quick] [--out kahan_theorem.png]
 

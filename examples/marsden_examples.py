@@ -1,4 +1,4 @@
-"""Marsden's mechanical integrators, Examples 1-3, measured on the pendulum (MATH.md §4).
+"""Marsden's mechanical integrators, Examples 1-3, measured on the pendulum (docs/math.md §4).
 
 python examples/marsden_examples.py [--quick]
 

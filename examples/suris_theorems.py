@@ -1,5 +1,5 @@
 """Suris's discrete Lagrangian map for the rigid body in a quadratic potential: the
-theorems of the paper, measured (MATH.md §3).
+theorems of the paper, measured (docs/math.md §3).
 
 python examples/suris_theorems.py [--quick]
 

@@ -46,6 +46,10 @@ class StepFailure(RuntimeError):
         Which member of a batch failed first (None for a single trajectory).
     code : mechint.maps.Reason or None
         The reason code of the failed step (``reason`` is its text).
+    saved : int or None
+        How many samples the run saved before the failing step in all (more than
+        ``trajectory`` holds when earlier chunks were handed to ``on_chunk`` and
+        forgotten: ``simulate(..., keep=False)``).
     """
 
     def __init__(
@@ -57,6 +61,7 @@ class StepFailure(RuntimeError):
         last_state: Any = None,
         batch_index: int | None = None,
         code: Any = None,
+        saved: int | None = None,
     ):
         self.step = int(step)
         self.residual = float(residual)
@@ -68,9 +73,8 @@ class StepFailure(RuntimeError):
         where = "" if batch_index is None else f" (batch member {batch_index})"
         kept = ""
         if trajectory is not None:
-            kept = (
-                f"; kept {len(trajectory.t)} saved samples up to t = {float(trajectory.t[-1]):.6g}"
-            )
+            count = len(trajectory.t) if saved is None else saved
+            kept = f"; kept {count} saved samples up to t = {float(trajectory.t[-1]):.6g}"
         super().__init__(
             f"step {self.step} failed{where}: {reason} (residual {self.residual:.3e}){kept}"
         )

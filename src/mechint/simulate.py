@@ -364,7 +364,8 @@ def _raise_failure(run: _Run, samples, saved, done, carry, handed: int = 0):
     kept = [*samples, jax.tree.map(lambda a: a[:valid], saved)]
     partial_run = dataclasses.replace(run, steps=(done + valid) * run.save_every)
     healthy = (carry[0], carry[1], jnp.full_like(carry[2], -1), carry[3])
-    empty = sum(jax.tree.leaves(part)[0].shape[0] for part in kept) == 0
+    held = sum(jax.tree.leaves(part)[0].shape[0] for part in kept)
+    empty = held == 0
     partial_traj = None if empty else _trajectory(partial_run, kept, healthy, first=handed)
     last = jax.tree.map(lambda a: np.asarray(a)[member] if run.batched else np.asarray(a), x)
     if run.oriented:
@@ -377,4 +378,5 @@ def _raise_failure(run: _Run, samples, saved, done, carry, handed: int = 0):
         last_state=last,
         batch_index=member if run.batched else None,
         code=why,
+        saved=handed + held,
     )

@@ -1,4 +1,4 @@
-"""Mechanical integrators on canonical systems (Marsden; MATH.md §4): symplecticity,
+"""Mechanical integrators on canonical systems (Marsden; docs/math.md §4): symplecticity,
 orders, equalities between the methods, energy and momentum over long runs."""
 
 import jax

@@ -1,4 +1,4 @@
-r"""Exact free-rigid-body motion by Jacobi elliptic functions (MATH.md §1, §5), in JAX.
+r"""Exact free-rigid-body motion by Jacobi elliptic functions (docs/math.md §1, §5), in JAX.
 
 Sort the axes so that I1 > I2 > I3 (an odd permutation reverses time) and write
 a_ij = 1/I_j − 1/I_i > 0 (j > i),

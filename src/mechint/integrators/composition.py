@@ -1,4 +1,4 @@
-r"""Composition methods (Yoshida, Suzuki, Kahan-Li; MATH.md §4).
+r"""Composition methods (Yoshida, Suzuki, Kahan-Li; docs/math.md §4).
 
 Ψ_h = Φ_{γ_s h} ∘ ... ∘ Φ_{γ_1 h} for a symmetric base map Φ and a symmetric scheme γ
 (``composition_schemes``, coefficients checked against the order conditions): order

@@ -2,7 +2,7 @@ r"""Suris's discrete Lagrangian map on so(n) ⋉ Symm(n), the Clebsch case, and 
 
 Source: Yu. B. Suris, *Integrable discretization of a rigid body in a quadratic
 potential* (references/suris-rigid-body-quadratic-potential.md), Theorems 3-4 and §6;
-Moser & Veselov (1991) for P = 0; MATH.md §3.  With time step ε = h and
+Moser & Veselov (1991) for P = 0; docs/math.md §3.  With time step ε = h and
 Q_k = I − (ε²/2)P_k, equations (5.5):
 
     ε M_k     = Q_k W_k J − J W_kᵀ Q_k          (solved for W_k ∈ SO(n))

@@ -3,7 +3,7 @@ its preprocessing to orders 4..10 (Hairer & Vilmart 2006).
 
 Source: E. Hairer and G. Vilmart, *Preprocessed discrete Moser–Veselov algorithm for the
 full dynamics of a rigid body*, J. Phys. A 39 (2006) 13225–13235 (their DMV code); the
-Moser–Veselov map itself as in ``discrete_lagrangian`` (MATH.md §3).
+Moser–Veselov map itself as in ``discrete_lagrangian`` (docs/math.md §3).
 
 **The step in three unknowns.**  For n = 3, with body momentum m, principal moments
 I = (J2+J3, J1+J3, J1+J2) and the body rotation W_k written by its quaternion

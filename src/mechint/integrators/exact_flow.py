@@ -1,4 +1,4 @@
-"""The exact flow of the free rigid body as a one-step map (MATH.md §1, §5).
+"""The exact flow of the free rigid body as a one-step map (docs/math.md §1, §5).
 
 ``ExactFlow()`` advances the Euler top (and ``FreeRigidBody`` with n = 3, M = hat(m)) by
 ``exact.euler_top_flow``: elliptic functions with the separatrix, the axes and long steps

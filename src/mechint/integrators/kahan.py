@@ -1,4 +1,4 @@
-"""Kahan's method (Hirota-Kimura discretization) for quadratic vector fields (MATH.md §2).
+"""Kahan's method (Hirota-Kimura discretization) for quadratic vector fields (docs/math.md §2).
 
 For a quadratic field ẋ = Q(x, x) + Bx + c, Kahan's map is
 (x' − x)/h = Q(x, x') + ½B(x + x') + c  (Q polarized): linearly implicit, order 2,

@@ -1,4 +1,4 @@
-r"""The explicit splitting integrator for the free rigid body and the heavy tops (MATH.md
+r"""The explicit splitting integrator for the free rigid body and the heavy tops (docs/math.md
 §4, §6).
 
 The Euler top's H = Σ m_i²/(2 I_i) splits into three pieces whose flows are exact

@@ -1,4 +1,4 @@
-r"""Splitting methods for H = H_1 + ... + H_m (Marsden §4; MATH.md §4).
+r"""Splitting methods for H = H_1 + ... + H_m (Marsden §4; docs/math.md §4).
 
 With φ^i_t the (exact or numerical) flow of H_i, each an ``Integrator``:
 - Lie-Trotter: Φ_h = φ^m_h ∘ ... ∘ φ^1_h (φ^1 first), order 1;

@@ -1,6 +1,6 @@
 """so(n) and Symm(n): coordinates, commutators, the Cayley map, re-orthogonalization.
 
-Coordinates (MATH.md §3): a skew M ∈ so(n) is read by its entries M_jk, j < k, and a
+Coordinates (docs/math.md §3): a skew M ∈ so(n) is read by its entries M_jk, j < k, and a
 symmetric P ∈ Symm(n) by P_jk, j ≤ k, both row by row (upper triangle).  For n = 3,
 so_vee(hat(m)) = (M_12, M_13, M_23) = (−m3, m2, −m1).
 """

@@ -16,23 +16,43 @@ def _log_positive(err):
     return np.maximum(np.asarray(err, dtype=float), _FLOOR)
 
 
+# The state panel shows at most this many saved samples (the start of a long run), so
+# that oscillations stay readable; the invariants panel shows the whole run.
+_STATE_WINDOW = 400
+
+
 def trajectory_figure(traj, member: int = 0) -> Figure:
-    """State components over time and the relative errors of the invariants (log scale)."""
-    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    """The state's components at the start of the run, and the running maximum of each
+    invariant's relative error over the whole run (log scale)."""
+    fig = Figure(figsize=(11, 4.6), layout="constrained")
     ax_x, ax_e = fig.subplots(1, 2)
     pick = (lambda a: a[member]) if traj.batched else (lambda a: a)
+    window = min(len(traj.t), _STATE_WINDOW)
+    k = 0
     for (name, _dims), leaf in zip(traj.system.state_fields, jax.tree.leaves(traj.x), strict=True):
         arr = pick(np.asarray(leaf)).reshape(len(traj.t), -1)
         for j in range(arr.shape[1]):
-            ax_x.plot(traj.t, arr[:, j], lw=1, label=f"{name}{j + 1}")
-    ax_x.set(xlabel="t", title="state")
-    ax_x.legend(loc="upper right", fontsize=8)
+            ls = STYLES[k // 10 % len(STYLES)][0]
+            ax_x.plot(traj.t[:window], arr[:window, j], lw=1, ls=ls, color=f"C{k % 10}",
+                      label=f"{name}{j + 1}")  # fmt: skip
+            k += 1
+    shown = "" if window == len(traj.t) else f" (first {window} of {len(traj.t)} samples)"
+    ax_x.set(xlabel="t", title="state" + shown)
+    if k <= 12:
+        ax_x.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     errs = {**invariant_errors(traj.system, traj), **preserved_errors(traj)}
-    for name, err in errs.items():
-        ax_e.semilogy(traj.t, _log_positive(pick(err)), lw=1, label=name)
-    ax_e.set(xlabel="t", ylabel="relative error", title="invariants")
+    every = max(1, len(traj.t) // 8)
+    for i, (name, err) in enumerate(errs.items()):
+        ls, marker = STYLES[i % len(STYLES)]
+        running = np.maximum.accumulate(_log_positive(pick(err)))
+        offset = (i * every) // max(len(errs), 1)  # curves that coincide show every marker
+        ax_e.semilogy(traj.t, running, lw=1.2, ls=ls, color=f"C{i % 10}", label=name,
+                      marker=marker, markevery=(offset, every), ms=4)  # fmt: skip
+    ax_e.set(xlabel="t", ylabel=f"relative error, running max (zeros at {_FLOOR:g})",
+             title="invariants")  # fmt: skip
+    ax_e.grid(True, which="major", alpha=0.3)
     if errs:
-        ax_e.legend(loc="lower right", fontsize=8, ncols=2)
+        ax_e.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     else:
         ax_e.text(0.5, 0.5, "no known invariants", ha="center", transform=ax_e.transAxes)
     name = type(traj.integrator).__name__
@@ -40,13 +60,24 @@ def trajectory_figure(traj, member: int = 0) -> Figure:
     return fig
 
 
-def momentum_sphere_figure(curves, points=None, title: str = "") -> Figure:
+# Line styles and markers told apart in print and without colour (cycled).
+STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ("-", "v"), ("--", "P"))
+
+
+def momentum_sphere_figure(
+    curves, points=None, title: str = "", points_label: str = "map", curves_label: str = "exact"
+) -> Figure:
     """Curves on the momentum sphere |m| = const (intersections with energy ellipsoids),
-    with optional integrator points drawn over them.
+    with optional integrator points drawn over them: each orbit in its own colour (the
+    exact curve a thin line, the map's points dots with a dark edge), a legend saying
+    which is which.
 
     ``curves``: list of (n, 3) arrays (exact solutions); ``points``: list of (n, 3) arrays.
     """
-    fig = Figure(figsize=(6.4, 6.0), layout="constrained")
+    from matplotlib import colormaps
+    from matplotlib.lines import Line2D
+
+    fig = Figure(figsize=(6.4, 6.4), layout="constrained")
     ax = fig.add_subplot(projection="3d")
     radius = float(np.linalg.norm(curves[0][0]))
     u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 48), np.linspace(0, np.pi, 24))
@@ -58,13 +89,22 @@ def momentum_sphere_figure(curves, points=None, title: str = "") -> Figure:
         alpha=0.35,
         linewidth=0,
     )
-    for c in curves:
-        ax.plot(c[:, 0], c[:, 1], c[:, 2], color="0.35", lw=0.8)
-    for p in points or []:
-        ax.plot(p[:, 0], p[:, 1], p[:, 2], ".", ms=1.5)
-    ax.set(xlabel="m1", ylabel="m2", zlabel="m3", title=title)
+    colours = colormaps["tab20"](np.linspace(0, 1, 20))
+    for k, c in enumerate(curves):
+        ax.plot(c[:, 0], c[:, 1], c[:, 2], color=colours[k % 20], lw=0.9, alpha=0.9)
+    for k, p in enumerate(points or []):
+        ax.scatter(p[:, 0], p[:, 1], p[:, 2], s=9, color=colours[k % 20], edgecolors="0.15",
+                   linewidths=0.3, depthshade=False)  # fmt: skip
+    ticks = [-radius, 0.0, radius]
+    ax.set(xlabel="m1", ylabel="m2", zlabel="m3", xticks=ticks, yticks=ticks, zticks=ticks)
+    ax.set_title(title, fontsize=10)
     ax.set_box_aspect((1, 1, 1))
     ax.view_init(elev=25, azim=-20)
+    handles = [Line2D([], [], color="0.3", lw=1.2, label=curves_label)]
+    if points:
+        handles.append(Line2D([], [], ls="", marker="o", ms=4, color="0.6",
+                              markeredgecolor="0.15", label=points_label))  # fmt: skip
+    ax.legend(handles=handles, loc="upper left", fontsize=8)
     return fig
 
 
@@ -79,13 +119,28 @@ def invariant_error_figure(t, errors: dict[str, dict[str, np.ndarray]], title: s
         return fig
     fig = Figure(figsize=(4.2 * len(quantities), 3.8), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(quantities), sharey=True))
+    n = len(t) - 1
+
+    def marks(k: int) -> list[int]:  # about ten markers, evenly spaced on the log axis
+        where = np.geomspace(1, max(n, 1), 10) * (1 + 0.2 * k / max(len(errors), 1))
+        return sorted({min(int(w) - 1, n - 1) for w in where if w <= n})
+
     for ax, q in zip(axes, quantities, strict=True):
-        for method, errs in errors.items():
+        for k, (method, errs) in enumerate(errors.items()):
             if q in errs:
-                ax.loglog(t[1:], _log_positive(errs[q][1:]), lw=1.2, label=method)
+                ls, marker = STYLES[k % len(STYLES)]
+                ax.loglog(t[1:], _log_positive(errs[q][1:]), lw=1.1, ls=ls, marker=marker,
+                          ms=4, markevery=marks(k), color=f"C{k}",
+                          label=method)  # fmt: skip
         ax.set(xlabel="t", title=f"|Δ{q}| / |{q}(0)|")
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel(f"relative error (exact zeros at {_FLOOR:g})")
-    axes[-1].legend(loc="upper left", fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    for ax in axes[1:]:  # every method, even one drawn only in a later panel
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles.append(h)
+                labels.append(label)
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize=9)
     fig.suptitle(title)
     return fig

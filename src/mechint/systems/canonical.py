@@ -1,4 +1,4 @@
-r"""Canonical Hamiltonian systems in (q, p) ∈ R^d × R^d (MATH.md §4, Marsden).
+r"""Canonical Hamiltonian systems in (q, p) ∈ R^d × R^d (docs/math.md §4, Marsden).
 
 q̇ = ∂H/∂p, ṗ = −∂H/∂q, i.e. ż = 𝕁∇H(z) with z = (q, p) and 𝕁 = [[0, I], [−I, 0]].
 A map F is symplectic iff DFᵀ 𝕁 DF = 𝕁.

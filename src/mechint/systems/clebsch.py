@@ -1,4 +1,4 @@
-"""The Clebsch case P = ppᵀ on e(n)* = (so(n) ⋉ Rⁿ)* (Suris 2001, §6; MATH.md §3)."""
+"""The Clebsch case P = ppᵀ on e(n)* = (so(n) ⋉ Rⁿ)* (Suris 2001, §6; docs/math.md §3)."""
 
 from __future__ import annotations
 

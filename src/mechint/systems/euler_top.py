@@ -1,4 +1,4 @@
-"""The free rigid body (Euler top) on so(3)* ≅ R³ (MATH.md §1)."""
+"""The free rigid body (Euler top) on so(3)* ≅ R³ (docs/math.md §1)."""
 
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ class EulerTop(
             Q = Q.at[i, j, k].set(0.5 * a[i]).at[i, k, j].set(0.5 * a[i])
         return Q, jnp.zeros((3, 3), dtype=a.dtype), jnp.zeros(3, dtype=a.dtype)
 
-    # -- Kahan's modified integrals (MATH.md §2) ----------------------------------------
+    # -- Kahan's modified integrals (docs/math.md §2) ----------------------------------------
     def kahan_integrals(self, m: Float[Array, "... 3"], h) -> dict[str, Float[Array, ...]]:
         r"""The quantities Kahan's map with step h keeps exactly.
 
@@ -149,7 +149,7 @@ class EulerTop(
 
     def kahan_poisson(self) -> bool:
         """Kahan's map is Poisson for hat(m) iff two moments are equal (Kahan's theorem,
-        MATH.md §2)."""
+        docs/math.md §2)."""
         if traced(self.inertia):  # unknown moments: not claimed
             return False
         I = np.asarray(self.inertia)

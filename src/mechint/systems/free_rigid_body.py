@@ -1,4 +1,4 @@
-"""The free n-dimensional rigid body on so(n)* (MATH.md §3 with P = 0)."""
+"""The free n-dimensional rigid body on so(n)* (docs/math.md §3 with P = 0)."""
 
 from __future__ import annotations
 

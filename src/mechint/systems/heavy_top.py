@@ -1,4 +1,4 @@
-r"""The heavy top on e(3)* = (so(3) ⋉ R³)*, body frame, state (m, γ) (MATH.md §6).
+r"""The heavy top on e(3)* = (so(3) ⋉ R³)*, body frame, state (m, γ) (docs/math.md §6).
 
     ṁ = m × ω + γ × χ,   γ̇ = γ × ω,   ω = I⁻¹m,   H = ½ m·ω + χ·γ
 

@@ -1,4 +1,4 @@
-r"""Quadratic vector fields ẋ = Q(x, x) + Bx + c, the domain of Kahan's method (MATH.md §2).
+r"""Quadratic vector fields ẋ = Q(x, x) + Bx + c, the domain of Kahan's method (docs/math.md §2).
 
 Q is stored polarized: a 3-index array with Q[i, j, k] = Q[i, k, j], so that
 Q(x, y)_i = Σ_jk Q_ijk x_j y_k is the symmetric bilinear form with Q(x, x) the field's

@@ -1,4 +1,4 @@
-"""A rigid body in a quadratic potential on (so(n) ⋉ Symm(n))* (Suris 2001, §4; MATH.md §3)."""
+"""A rigid body in a quadratic potential on (so(n) ⋉ Symm(n))* (Suris 2001, §4; docs/math.md §3)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class QuadraticPotentialTop(rigid.Body):
     H = ½ Σ_{j<k} M_jk²/(J_j+J_k) − ½ Σ_k J_k P_kk.  Casimirs tr P^k, k = 1..n.
     Lax matrix L(λ) = P + λM + λ²J², L̇ = [L, Ω + λJ]; its n(n−1)/2 independent spectral
     invariants are ``lax_integrals``.  Poisson tensor: the Lie-Poisson tensor of
-    so(n) ⋉ Symm(n) in the coordinates (M_jk, j<k; P_jk, j≤k) (MATH.md §3).
+    so(n) ⋉ Symm(n) in the coordinates (M_jk, j<k; P_jk, j≤k) (docs/math.md §3).
     """
 
     descriptions: ClassVar[dict[str, str]] = {"P": "potential matrix in the body frame, P = gᵀAg"}

@@ -1,4 +1,4 @@
-"""What the rigid bodies on so(n), so(n) ⋉ Symm(n) and e(n) share (MATH.md §3).
+"""What the rigid bodies on so(n), so(n) ⋉ Symm(n) and e(n) share (docs/math.md §3).
 
 J = diag(J_1..J_n) > 0 is held as the vector of its entries.  Ω is read from M by
 M = JΩ + ΩJ, i.e. Ω_jk = M_jk / (J_j + J_k).  The Lax matrix is
@@ -224,7 +224,7 @@ def named_lax_integrals(M, P, J, free: bool = False, suffix: str = "") -> dict:
     return {name + suffix: lax[..., i] for i, name in enumerate(names)}
 
 
-# -- Poisson tensors in coordinates (MATH.md §3) -----------------------------------------
+# -- Poisson tensors in coordinates (docs/math.md §3) -----------------------------------------
 def _delta(a, b, like):
     """Kronecker δ in the dtype of ``like`` (float32 states stay float32)."""
     return (a == b).astype(like.dtype)
