@@ -215,7 +215,10 @@ class DiscreteLagrangian(BodyRotationMap):
         if not self.check_branch:
             return W, newton
         branch = status(
-            positive_stable(matmul(Q, W) / J[:, None]), st.residual, Reason.WRONG_BRANCH
+            # a yes/no answer: no derivative to carry (smaller programs under jax.grad)
+            positive_stable(jax.lax.stop_gradient(matmul(Q, W) / J[:, None])),
+            st.residual,
+            Reason.WRONG_BRANCH,
         )
         return W, combine([newton, branch])
 

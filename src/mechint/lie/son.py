@@ -26,7 +26,7 @@ def sym(A: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
 
 def commutator(A: Float[Array, "... n n"], B: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
     """[A, B] = AB − BA."""
-    return matmul(A, B) - matmul(B, A)
+    return A @ B - B @ A
 
 
 def so_dim(n: int) -> int:
