@@ -215,10 +215,7 @@ class DiscreteLagrangian(BodyRotationMap):
         if not self.check_branch:
             return W, newton
         branch = status(
-            # a yes/no answer: no derivative to carry (smaller programs under jax.grad)
-            positive_stable(jax.lax.stop_gradient(matmul(Q, W) / J[:, None])),
-            st.residual,
-            Reason.WRONG_BRANCH,
+            positive_stable(matmul(Q, W) / J[:, None]), st.residual, Reason.WRONG_BRANCH
         )
         return W, combine([newton, branch])
 

@@ -213,6 +213,5 @@ def step(m, I, h, order: int, *, rtol: float = 1e-14, max_iter: int = 20, check_
     st = status(converged, res, Reason.NOT_CONVERGED)
     if check_branch:
         J = 0.5 * jnp.sum(I_mod, axis=-1, keepdims=True) - I_mod
-        Y = jax.lax.stop_gradient(W / J[..., :, None])  # a yes/no answer: no derivative
-        st = combine([st, status(positive_stable(Y), res, Reason.WRONG_BRANCH)])
+        st = combine([st, status(positive_stable(W / J[..., :, None]), res, Reason.WRONG_BRANCH)])
     return m_next, c, W, st

@@ -23,6 +23,7 @@ import functools
 import itertools
 import operator
 
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
@@ -169,7 +170,8 @@ def positive_stable(Y: Float[Array, "... n n"]):
     answer is False: a failure reported, never a wrong branch accepted.
     """
     n = Y.shape[-1]
-    e, ok = _characteristic(Y)
+    # a yes/no answer has no derivative: none is carried (smaller programs under jax.grad)
+    e, ok = _characteristic(jax.lax.stop_gradient(Y))
     zero = jnp.zeros_like(e[0])
     width = n // 2 + 1
     row0 = [e[j] if j <= n else zero for j in range(0, 2 * width, 2)]
