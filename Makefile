@@ -28,7 +28,9 @@ docs: $(STAMP)
 docs-check: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 MECHINT_DOCS_QUICK=1 $(BIN)/mkdocs build --strict --quiet --site-dir build/site-check
 
-test: lint docs-check
+# lint and the docs build side by side (one core each), then the tests on both cores
+test: $(STAMP)
+	$(MAKE) --no-print-directory -j2 lint docs-check
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
