@@ -37,6 +37,7 @@ from jaxtyping import Array, Float, Int
 from mechint import _validate
 from mechint.errors import InputError
 from mechint.maps import Integrator, Reason, require_serves
+from mechint.plan import check_integrator, check_system
 from mechint.systems.base import System
 
 # A failure is recorded as step × _CODES + reason (one select a step for both).
@@ -73,39 +74,19 @@ def decode(fail) -> tuple[Any, Any]:
     return xp.where(fail >= 0, fail // _CODES, -1), xp.where(fail >= 0, fail % _CODES, 0)
 
 
-def check_system(system) -> System:
-    """``system`` if it is a mechint system, else ``InputError``."""
-    if isinstance(system, type) and issubclass(system, System):
-        raise InputError(
-            "system",
-            f"got the class {system.__name__}, not a system",
-            f"make one: {system.__name__}(...) with its parameters",
-        )
-    if not isinstance(system, System):
-        raise InputError(
-            "system",
-            f"{type(system).__name__} is not a mechint system",
-            "use one of mechint.systems, or subclass mechint.systems.System",
-        )
-    return system
-
-
-def check_integrator(integrator) -> Integrator:
-    """``integrator`` if it is a mechint integrator, else ``InputError``."""
-    if isinstance(integrator, type) and issubclass(integrator, Integrator):
-        raise InputError(
-            "integrator",
-            f"got the class {integrator.__name__}, not an integrator",
-            f"make one: {integrator.__name__}()",
-        )
-    if not isinstance(integrator, Integrator):
-        raise InputError(
-            "integrator",
-            f"{integrator!r} is not a mechint integrator",
-            "pass an instance, e.g. mechint.integrators.Kahan() (user maps subclass "
-            "mechint.integrators.Integrator)",
-        )
-    return integrator
+def blank_failed(x, failed_step, sample_step):
+    """``x`` (samples along the leading axis, members after it) with NaN at the samples
+    of a failed member from its failing step on: they are not results.  ``sample_step``:
+    the step of each sample.  NumPy or JAX arrays alike (the one home of this rule)."""
+    xp = np if isinstance(failed_step, np.ndarray) else jnp
+    at = sample_step.reshape((-1,) + (1,) * failed_step.ndim)
+    valid = (failed_step < 0) | (at < failed_step)
+    return jax.tree.map(
+        lambda a: xp.where(
+            valid.reshape(valid.shape + (1,) * (a.ndim - valid.ndim)), a, xp.nan
+        ).astype(a.dtype),
+        x,
+    )
 
 
 def initial_carry(x0, batch: int | None, real):
@@ -374,13 +355,8 @@ def _integrate(system, integrator, x0, h, t0, *, steps, save_every, batched, che
     )
     x = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), x0, xs)
     failed_step, reason = decode(carry[2])
-    # a failed member's samples from its failing step on are not results
     sample = jnp.arange(n_saves + 1) * save_every
-    valid = (failed_step < 0) | (sample.reshape((-1,) + (1,) * failed_step.ndim) < failed_step)
-    x = jax.tree.map(
-        lambda a: jnp.where(valid.reshape(valid.shape + (1,) * (a.ndim - valid.ndim)), a, jnp.nan),
-        x,
-    )
+    x = blank_failed(x, failed_step, sample)
     if batched:
         x = jax.tree.map(lambda a: jnp.moveaxis(a, 0, 1), x)
     t = t0 + h * sample.astype(real)

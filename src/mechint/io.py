@@ -51,16 +51,49 @@ def run_record(system, integrator, h, save_every, steps_requested, dtype) -> dic
     }
 
 
+def sample_arrays(traj) -> dict[str, np.ndarray]:
+    """What a file holds per saved sample, by variable name: the time, the state fields,
+    the attitude (when carried) and the invariants (time along axis 0, or 1 for a batch's
+    arrays other than the time)."""
+    arrays = {"time": np.asarray(traj.t, dtype=np.float64)}
+    arrays.update({name: a for name, _dims, a in _leaves(traj)})
+    arrays.update(traj.invariants())
+    return arrays
+
+
+def tail_arrays(traj) -> dict[str, np.ndarray]:
+    """What a file holds per member at the run's end: the failure record (failed step,
+    residual, reason) and, for a compensated run, the correction at the last sample
+    (``<field>_compensation``: what a resumed run continues from)."""
+    tail = {
+        "failed_step": np.asarray(traj.failed_step, dtype=np.int64),
+        "residual": np.asarray(traj.residual, dtype=np.float64),
+        "reason": np.asarray(traj.reason).astype(str),
+    }
+    if traj.compensation is not None:
+        axis = 1 if traj.batched else 0
+        for (name, _dims), e in zip(_fields(traj.system, traj.orientation is not None),
+                                    jax.tree.leaves(traj.compensation), strict=True):  # fmt: skip
+            tail[f"{name}_compensation"] = np.take(np.asarray(e), -1, axis=axis)
+    return tail
+
+
+def _fields(system, oriented: bool) -> list[tuple[str, tuple]]:
+    """The state fields of a file (and the attitude ``g`` when carried)."""
+    return [*system.state_fields, *([("g", ("row", "col"))] if oriented else [])]
+
+
 def metadata(traj) -> dict:
     """Attributes recorded with every saved trajectory: the run's record and a checksum
-    of the record and the saved data (``checksum``)."""
+    of the record and everything the file holds (``checksum``)."""
     requested = int(traj.stats.get("steps_requested", traj.steps))
     dtype = str(jax.tree.leaves(traj.x)[0].dtype)
     record = run_record(traj.system, traj.integrator, traj.h, traj.save_every, requested, dtype)
     digest = Digest()
-    digest.update("time", traj.t)
-    for name, _dims, a in _leaves(traj):
-        digest.update(name, a, 1 if traj.batched else 0)
+    for name, a in sample_arrays(traj).items():
+        digest.update(name, a, 1 if traj.batched and name != "time" else 0)
+    for name, a in tail_arrays(traj).items():
+        digest.set(name, a)
     return file_attrs(record, traj.integrator, traj.steps, digest)
 
 
@@ -86,21 +119,44 @@ def file_attrs(record: dict, integrator, steps: int, digest: Digest) -> dict:
 CHECKED = ("system", "system_parameters", "integrator", "integrator_settings",
            "integrator_order", "dtype", "h", "steps", "steps_requested", "complete",
            "save_every")  # fmt: skip
-# the checksum's scheme (a file of another scheme cannot be checked by this version)
-CHECKSUM_SCHEME = "sha256/2:"
+# the checksum's scheme (a file of another scheme cannot be checked by this version):
+# 3 covers every variable (invariants, failure record, compensation too); 2 covered the
+# time and the state only
+CHECKSUM_SCHEME = "sha256/3:"
 
 
 class Digest:
     """The checksum of a run's file, fed slice by slice: SHA-256 of the record attributes
-    in ``CHECKED`` and, per saved array (the times, the state fields, the attitude), of
-    its name, dtype, the shape of one sample and its bytes in time order.  Fed whole or
-    in slices along time, it gives the same value, so a run written as it goes and a
-    trajectory written at once agree, and any change to the data or the record after it
-    was written changes it.  NaN counts as one value whatever its bits (a reader that
-    masks fill values gives back the canonical NaN)."""
+    in ``CHECKED``, per saved array (the times, the state fields, the attitude, the
+    invariants) of its name, dtype, the shape of one sample and its bytes in time order,
+    and per end-of-run array (``set``: the failure record, the compensation) of its
+    name and values.  Fed whole or in slices along time, it gives the same value, so a
+    run written as it goes and a trajectory written at once agree, and any change to
+    the data or the record after it was written changes it.  NaN counts as one value
+    whatever its bits (a reader that masks fill values gives back the canonical NaN)."""
 
     def __init__(self):
         self._arrays: dict[str, tuple[str, object]] = {}
+        self._tail: dict[str, str] = {}
+
+    def copy(self) -> Digest:
+        out = Digest()
+        out._arrays = {k: (key, h.copy()) for k, (key, h) in self._arrays.items()}  # pyright: ignore[reportAttributeAccessIssue]
+        out._tail = dict(self._tail)
+        return out
+
+    def set(self, name: str, a) -> None:
+        """A value the file holds once per run (replaces an earlier one)."""
+        a = np.asarray(a)
+        if a.dtype.kind in "OUS":
+            text = json.dumps(a.astype(str).tolist())
+        else:
+            a = np.where(np.isnan(a), np.asarray(np.nan, a.dtype), a) if a.dtype.kind in "fc" else a
+            text = (
+                f"{a.dtype.str}|{a.shape}|"
+                + hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+            )
+        self._tail[name] = text
 
     def update(self, name: str, a, time_axis: int = 0) -> None:
         a = np.moveaxis(np.asarray(a), time_axis, 0)
@@ -116,8 +172,11 @@ class Digest:
         digest = hashlib.sha256()
         record = {k: _python(attrs.get(k)) for k in CHECKED}
         digest.update(json.dumps(record, sort_keys=True, default=str).encode())
-        for key, hasher in self._arrays.values():
+        for name in sorted(self._arrays):
+            key, hasher = self._arrays[name]
             digest.update(f"{key}|{hasher.hexdigest()}|".encode())  # pyright: ignore[reportAttributeAccessIssue]
+        for name in sorted(self._tail):
+            digest.update(f"{name}|{self._tail[name]}|".encode())
         return CHECKSUM_SCHEME + digest.hexdigest()
 
 
@@ -177,6 +236,11 @@ def to_dataset(traj):
     data["residual"] = (member, np.asarray(traj.residual, dtype=np.float64),
                         FAILURE_ATTRS["residual"])  # fmt: skip
     data["reason"] = (member, np.asarray(traj.reason).astype(str), FAILURE_ATTRS["reason"])
+    dims = dict(_fields(system, traj.orientation is not None))
+    for name, a in tail_arrays(traj).items():
+        if name.endswith("_compensation"):
+            field = name.removesuffix("_compensation")
+            data[name] = (member + tuple(dims[field]), a, describe(system, name))
     coords = {"time": ("time", traj.t, describe(system, "time"))}
     coords.update({d: (d, v, a) for d, (v, a) in dimension_coords(sizes).items()})
     attrs = {**global_attrs(), **metadata(traj)}
@@ -215,45 +279,127 @@ def check_writable(path, parameter: str = "out", formats=FORMATS) -> Path:
 
 
 def write_atomic(traj, path) -> None:
-    """Write to a temporary file beside ``path``, then rename it over ``path``: a reader
-    (or a process killed at any moment) sees the old file or the new one, never a torn
-    one."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.part{path.suffix}")
-    write(traj, tmp, final=path)
-    with open(tmp, "rb+") as fh:  # on disk before it takes the name, and whole
-        if tmp.suffix.lower() == ".nc" and fh.read(8) != _HDF5_SIGNATURE:
-            raise OSError(f"{tmp} was not written completely (no HDF5 signature); kept "
-                          f"{path} as it was")  # fmt: skip
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Write ``path`` so that a reader (or a process killed at any moment) sees the old
+    file or the new one, never a torn one: NetCDF to a temporary file renamed over it;
+    CSV likewise, its sidecar after it (``write_csv``)."""
+    write(traj, path)
 
 
 # the first bytes of an HDF5 (NetCDF-4) file whose superblock is at offset 0
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
+def replace_synced(tmp: Path, path: Path) -> None:
+    """``tmp`` on disk (fsync), checked whole (an HDF5 signature for .nc), then renamed
+    to ``path``."""
+    with open(tmp, "rb+") as fh:
+        if path.suffix.lower() == ".nc" and fh.read(8) != _HDF5_SIGNATURE:
+            raise OSError(f"{tmp} was not written completely (no HDF5 signature); kept "
+                          f"{path} as it was")  # fmt: skip
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def part_path(path: Path) -> Path:
+    """The temporary name a file is written under before it takes ``path``."""
+    return path.with_name(f".{path.name}.part{path.suffix}")
+
+
 def write_netcdf(traj, path) -> None:
-    to_dataset(traj).to_netcdf(path, engine="h5netcdf")
+    """The trajectory as NetCDF-4 (``write_netcdf_slices``, as a streamed run writes it),
+    atomically."""
+    path = Path(path)
+    arrays = sample_arrays(traj)
+    layout = {k: (a.dtype, a.shape) for k, a in arrays.items()}
+    tmp = part_path(path)
+    write_netcdf_slices(tmp, traj.system, metadata(traj), traj.batched, len(traj.t), layout,
+                        tail_arrays(traj), [arrays])  # fmt: skip
+    replace_synced(tmp, path)
 
 
-def write_csv(traj, path, final=None) -> None:
+def write_netcdf_slices(path: Path, system, attrs: dict, batched: bool, total: int,
+                        layout: dict, tail: dict, slices) -> None:  # fmt: skip
+    """The one NetCDF writer: a run's file at ``path``, its samples given by ``slices``
+    (dicts of arrays by name, in time order, ``total`` samples in all), ``layout`` the
+    dtype and the shape of one slice of each per-sample array (the time, the state
+    fields, ``g``, the invariants), ``tail`` the per-member end-of-run arrays
+    (``tail_arrays``).  Every variable carries ``long_name`` and ``units``, every
+    dimension a coordinate (CF conventions)."""
+    import h5netcdf
+    import h5py
+
+    fields = [f for f in _fields(system, "g" in layout)]
+    field_names = {name for name, _ in fields}
+    invariants = [k for k in layout if k != "time" and k not in field_names]
+    lead = ("sample", "time") if batched else ("time",)
+    axis = len(lead) - 1
+    member = lead[:-1]
+    with h5netcdf.File(path, "w") as fh:
+        dims = {"time": total}
+        for name, cdims in fields:
+            shape = layout[name][1]
+            dims.update(zip(lead + tuple(cdims), (*shape[:axis], total, *shape[axis + 1 :]),
+                            strict=True))  # fmt: skip
+        fh.dimensions = dims
+        fh.create_variable("time", ("time",), np.float64).attrs.update(describe(system, "time"))
+        for dim, (values, dim_attrs) in dimension_coords(dims).items():
+            fh.create_variable(dim, (dim,), values.dtype, data=values).attrs.update(dim_attrs)
+        for name, cdims in fields:
+            var = fh.create_variable(name, lead + tuple(cdims), layout[name][0])
+            var.attrs.update(describe(system, name))
+        for name in invariants:
+            fh.create_variable(name, lead, layout[name][0]).attrs.update(describe(system, name))
+        cdims_of = dict(fields)
+        for name, a in tail.items():
+            if name == "reason":
+                var = fh.create_variable(name, member, h5py.string_dtype())
+                var[...] = np.asarray(a).astype(object)
+            elif name.endswith("_compensation"):
+                cdims = tuple(cdims_of[name.removesuffix("_compensation")])
+                var = fh.create_variable(name, member + cdims, np.asarray(a).dtype, data=a)
+            else:
+                var = fh.create_variable(name, member, np.asarray(a).dtype, data=a)
+            var.attrs.update(FAILURE_ATTRS.get(name) or describe(system, name))
+        at = 0
+        for part in slices:
+            n = np.shape(part["time"])[0]
+            s = slice(at, at + n)
+            for name, a in part.items():
+                var = fh.variables[name]
+                if batched and name != "time":
+                    var[:, s] = a
+                else:
+                    var[s] = a
+            at += n
+        if at != total:
+            raise OSError(f"wrote {at} samples, expected {total}")
+        fh.attrs.update({**global_attrs(), **attrs})
+        for key, value in system.parameters().items():
+            fh.attrs[key] = np.asarray(value, dtype=float)
+
+
+def write_csv(traj, path) -> None:
     """Plain CSV that ``pandas.read_csv`` and ``np.genfromtxt(names=True, delimiter=",")``
     read as is: a header line of column names (t, for a batch ``sample``, one column per
     state component and per invariant), then one row per saved sample (for a batch, the
     members of one time in turn).  The run's record (system, parameters, integrator,
-    settings, h, provenance, checksum) and the columns' meaning and units go to the
-    sidecar ``<name>.csv-metadata.json`` (W3C CSV on the Web; ``write_csv_metadata``),
-    named after ``final`` when the CSV is written to a temporary name first."""
+    settings, h, provenance, checksum), the failure record and the columns' meaning and
+    units go to the sidecar ``<name>.csv-metadata.json`` (W3C CSV on the Web;
+    ``write_csv_metadata``).  The CSV is written under a temporary name and renamed, and
+    only then the sidecar: a kill at any moment leaves no sidecar that claims more than
+    its CSV holds."""
+    path = Path(path)
     arrays = [(name, a) for name, _dims, a in _leaves(traj)]
     invariants = traj.invariants()
     block = csv_block(traj.t, arrays, invariants, traj.batched)
     names = csv_names(arrays, invariants, traj.batched)
-    fields = [n for n, _ in arrays]
-    write_csv_metadata(final or path, metadata(traj), names, traj.system, fields)
-    with open(path, "w") as fh:
+    tmp = part_path(path)
+    with open(tmp, "w") as fh:
         fh.write(csv_header(names))
         write_csv_rows(fh, block)
+    replace_synced(tmp, path)
+    fields = [n for n, _ in arrays]
+    write_csv_metadata(path, metadata(traj), names, traj.system, fields, tail_arrays(traj))
 
 
 def csv_names(arrays, invariants: dict, batched: bool) -> list[str]:
@@ -290,13 +436,22 @@ def describe(system, name: str) -> dict:
         return {"long_name": "time", "units": "1"}
     if name == "g":
         return {"long_name": "attitude g ∈ SO(n): body frame to space frame", "units": "1"}
+    if name.endswith("_compensation"):
+        field = name.removesuffix("_compensation")
+        return {
+            "long_name": f"Kahan–Babuška correction of {describe(system, field)['long_name']}"
+            " at the last sample (a resumed run continues from it)",
+            "units": "1",
+        }
     return {"long_name": system.long_name(name), "units": "1"}
 
 
-def write_csv_metadata(path, attrs: dict, names: list[str], system, fields: list[str]) -> None:
+def write_csv_metadata(path, attrs: dict, names: list[str], system, fields: list[str],
+                       tail: dict) -> None:  # fmt: skip
     """The sidecar of ``path`` (written whole, then renamed into place): the run's record
-    under ``mechint`` and a CSV-on-the-Web table schema describing every column
-    (``fields``: the state variables, whose components are the columns ``name_i..``)."""
+    and its end-of-run arrays (``tail``: failure record, compensation) under
+    ``mechint``, and a CSV-on-the-Web table schema describing every column (``fields``:
+    the state variables, whose components are the columns ``name_i..``)."""
     columns = []
     for name in names:
         column = {"name": name, "titles": name, "datatype": "double"}
@@ -316,11 +471,15 @@ def write_csv_metadata(path, attrs: dict, names: list[str], system, fields: list
         "url": Path(path).name,
         "dc:description": UNITS_NOTE,
         "tableSchema": {"columns": columns},
-        "mechint": {k: _json_value(v) for k, v in attrs.items()},
+        "mechint": {k: _json_value(v) for k, v in attrs.items()}
+        | {k: np.asarray(v).tolist() for k, v in tail.items()},
     }
     out = csv_metadata_path(path)
     tmp = out.with_name(f".{out.name}.part")
-    tmp.write_text(json.dumps(sidecar, indent=1, ensure_ascii=False) + "\n")
+    with open(tmp, "w") as fh:
+        fh.write(json.dumps(sidecar, indent=1, ensure_ascii=False) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
     os.replace(tmp, out)
 
 
@@ -386,12 +545,12 @@ def read_csv(path) -> dict[str, np.ndarray]:
     return {name: data[:, i] for i, name in enumerate(names)}
 
 
-def write(traj, path, final=None) -> None:
-    """NetCDF or CSV by extension (``final``: the name a temporary ``path`` will take)."""
+def write(traj, path) -> None:
+    """NetCDF or CSV by extension, atomically."""
     fmt = FORMATS.get(Path(path).suffix.lower())
     if fmt is None:
         check_writable(path)
     if fmt == "netcdf":
         write_netcdf(traj, path)
     else:
-        write_csv(traj, path, final)
+        write_csv(traj, path)

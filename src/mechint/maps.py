@@ -220,3 +220,62 @@ def kept(system, names, x) -> dict[str, Float[Array, ...]]:
         return {}
     values = system.invariants(x)
     return {name: values[name] for name in names if name in values}
+
+
+class Wrapper(Integrator):
+    """A map that runs ``base`` on an extended state ``(x, extra)``: the attitude carried
+    along (``integrators.Oriented``), a compensated-summation term
+    (``integrators.Compensated``), and what later wrappers add.  A wrapper declares how
+    its state is made and taken apart (``start``, ``wrap``, ``unwrap``), so a driver
+    peels any stack of wrappers (``unwrap_all``) without knowing their classes.
+
+    ``extra``: the name under which the driver returns the extra part
+    (``Trajectory.<extra>``); ``recorded``: whether the wrapper changes the numbers of
+    the state x and so belongs in a run's record (compensation does; carrying the
+    attitude does not)."""
+
+    base: Integrator
+    extra: ClassVar[str]
+    recorded: ClassVar[bool]
+
+    @property
+    def traits(self) -> Traits:
+        return self.base.traits
+
+    def cannot_serve(self, system) -> str | None:
+        return self.base.cannot_serve(system)
+
+    def preserved(self, system, x, h) -> dict:
+        return self.base.preserved(system, x[0], h)
+
+    @abc.abstractmethod
+    def start(self, system, x0, given, batched: bool, batch: int) -> Any:
+        """The extra part at the start, from the ``given`` value (validated; None: the
+        default), for the state ``x0`` (NumPy, already extended by inner wrappers)."""
+
+    @staticmethod
+    def wrap(x, extra):
+        return (x, extra)
+
+    @staticmethod
+    def unwrap(x) -> tuple[Any, Any]:
+        return x[0], x[1]
+
+
+def unwrap_all(integrator: Integrator, x) -> tuple[Any, dict[str, Any]]:
+    """The base state of ``x`` (a state of ``integrator``) and the extra parts of every
+    wrapper around the base map, by their names."""
+    extras = {}
+    while isinstance(integrator, Wrapper):
+        x, extras[integrator.extra] = integrator.unwrap(x)
+        integrator = integrator.base
+    return x, extras
+
+
+def recorded(integrator: Integrator) -> Integrator:
+    """``integrator`` as a run's record names it: the wrappers that do not change the
+    state's numbers left out."""
+    if not isinstance(integrator, Wrapper):
+        return integrator
+    inner = recorded(integrator.base)
+    return dataclasses.replace(integrator, base=inner) if integrator.recorded else inner  # pyright: ignore[reportArgumentType]

@@ -1,13 +1,18 @@
 """What a run will hold, estimated before it starts: memory and disk from its saved samples.
 
-A run keeps every saved sample in memory (the states, and at writing their invariants and
-the dataset built from them) and writes them to one file.  Both are proportional to the
-number of saved samples, steps / save_every + 1, times the numbers in a sample: the state
-(per batch member), the attitude when carried, the system's invariants and the time.
-Measured (``mechint run``, Euler top, 4·10⁶ samples of 48 bytes in the file): 2.65 bytes
-of resident memory per byte of file, so ``MEMORY_PER_FILE_BYTE`` = 3; CSV spends about 25
-characters a number (``%.17g`` and a comma).  A run whose estimate exceeds what the machine
-has is refused in one line, with the ``--save-every`` that would fit.
+A run kept in memory (``simulate``, a sweep's dataset) holds every saved sample (the
+states, and at writing their invariants and the dataset built from them); a streamed run
+(``mechint run``: ``simulate(keep=False)`` into ``runfile.RunFile``) holds one chunk and
+one merge slice at a time, at most ``STREAMED_NUMBERS`` numbers, however long it is.
+Both write one file, proportional to the number of saved samples, steps / save_every + 1,
+times the numbers in a sample: the state (per batch member), the attitude when carried,
+the system's invariants and the time.  Measured (``mechint run``, Euler top, 4·10⁶
+samples of 48 bytes in the file): 2.65 bytes of resident memory per byte of file, so
+``MEMORY_PER_FILE_BYTE`` = 3; CSV spends about 25 characters a number (``%.17g`` and a
+comma).  The disk must hold the old file and the new one at once while a merge renames
+one over the other (twice the file), less what a resumed run's file and segments
+already take.  A run whose estimate exceeds what the machine has is refused in one line,
+with the ``--save-every`` that would fit (or, when resuming, the space to free).
 """
 
 from __future__ import annotations
@@ -37,10 +42,17 @@ class Footprint:
     memory_bytes: int  # resident memory for the saved samples
 
 
+# numbers a streamed run holds at most: a chunk's samples (simulate's buffer, the
+# runfile's pending samples up to a segment) and a merge slice (runfile.SLICE_NUMBERS)
+STREAMED_NUMBERS = 4 << 21
+
+
 def footprint(system, x0, steps: int, save_every: int, *, dtype: str = "float64",
-              orientation: bool = False, csv: bool = False) -> Footprint:  # fmt: skip
+              orientation: bool = False, csv: bool = False,
+              streamed: bool = False) -> Footprint:  # fmt: skip
     """The estimate for a run of ``steps`` steps saving every ``save_every`` from ``x0``
-    (validated, batched or not)."""
+    (validated, batched or not); ``streamed``: the samples go to a file as the run goes
+    (memory bounded by ``STREAMED_NUMBERS``)."""
     x0 = jax.tree.map(jnp.asarray, x0)
     batched = system.validate_state(x0)[1]
     leaves = jax.tree.leaves(x0)
@@ -54,7 +66,10 @@ def footprint(system, x0, steps: int, save_every: int, *, dtype: str = "float64"
     numbers = state + per_member * batch + 1  # + the time
     binary = samples * (state * itemsize + (per_member * batch + 1) * 8)
     file_bytes = samples * numbers * CSV_BYTES_PER_NUMBER if csv else binary
-    return Footprint(samples, int(file_bytes), int(MEMORY_PER_FILE_BYTE * binary))
+    memory = MEMORY_PER_FILE_BYTE * binary
+    if streamed:
+        memory = min(memory, MEMORY_PER_FILE_BYTE * 8 * STREAMED_NUMBERS)
+    return Footprint(samples, int(file_bytes), int(memory))
 
 
 def available_memory() -> int | None:
@@ -74,10 +89,12 @@ def available_memory() -> int | None:
 
 
 def require_fits(estimate: Footprint, steps: int, save_every: int, out: Path | None,
-                 parameter: str = "--save-every") -> None:  # fmt: skip
+                 parameter: str = "--save-every", replaces: int = 0) -> None:  # fmt: skip
     """InputError naming ``parameter`` when the run's samples would not fit in the
     available memory or, with ``out``, on the free disk beside it (with the save interval
-    that would fit)."""
+    that would fit).  ``replaces``: bytes on disk the run will free as it goes (a resumed
+    run's file and segments); such a run is told to free space, since another
+    ``--save-every`` would be another run."""
     limits = []
     memory = available_memory()
     if memory is not None:
@@ -85,9 +102,17 @@ def require_fits(estimate: Footprint, steps: int, save_every: int, out: Path | N
     if out is not None:
         folder = out.parent if str(out.parent) else Path(".")
         # an atomic rewrite holds the old file and the new one at once
-        limits.append(("disk", 2 * estimate.file_bytes, shutil.disk_usage(folder).free))
+        free = shutil.disk_usage(folder).free + replaces
+        limits.append(("disk", 2 * estimate.file_bytes, free))
     for what, need, have in limits:
         if need > _SHARE * have:
+            if replaces and what == "disk":
+                raise InputError(
+                    "--resume",
+                    f"the finished run needs about {_size(need)} of disk, more than the "
+                    f"{_size(have)} this run may use (its file and segments included)",
+                    f"free {_size(need / _SHARE - have)} beside {str(out)!r}",
+                )
             factor = need / (_SHARE * have)
             fits = _validate.divisor_near(steps, int(save_every * factor) + 1, at_least=True)
             raise InputError(

@@ -24,7 +24,9 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
+import jax
 import numpy as np
 
 from mechint import io
@@ -47,15 +49,39 @@ class Resumed:
     attrs: dict  # the attributes of --out
     found: str  # the checksum of what --out holds (== attrs["checksum"] unless changed)
     samples: int  # samples in --out and the segments together
-    first: list  # the first sample's arrays (state leaves, then g)
-    last: list  # the last sample's arrays
+    first: dict  # the first sample's arrays by name (state fields, then g), time axis kept
+    last: dict  # the last sample's arrays by name
     digest: io.Digest  # fed with every saved array (--out, then the segments)
     segments: list  # (path, first sample, count), in order
     merged: int  # samples in --out
     inv0: dict  # the invariants of sample 0 (float64)
     worst: dict  # the largest relative invariant errors so far
     t0: float  # the time of sample 0
-    failure: tuple  # failed_step, residual, reason per member, as last written
+    tail: dict  # the end-of-run arrays as last written (failure record, compensation)
+    batched: bool
+
+    def start(self, system) -> tuple[Any, Any, Any]:
+        """Where the run continues: (state, attitude or None, compensation or None) at
+        the last sample on file."""
+        axis = 1 if self.batched else 0
+        one = {k: np.take(np.asarray(a), 0, axis=axis) for k, a in self.last.items()}
+        names = [name for name, _ in system.state_fields]
+        x = _tree(system, [one[k] for k in names])
+        g = one.get("g")
+        e = None
+        if f"{names[0]}_compensation" in self.tail:
+            e = _tree(system, [self.tail[f"{k}_compensation"] for k in names])
+            if g is not None:
+                e = (e, self.tail["g_compensation"])
+        return x, g, e
+
+    @property
+    def failed(self) -> bool:
+        return bool(np.any(np.asarray(self.tail["failed_step"]) >= 0))
+
+
+def _tree(system, leaves: list):
+    return leaves[0] if len(system.state_fields) == 1 else tuple(leaves)
 
 
 class RunFile:
@@ -72,7 +98,7 @@ class RunFile:
         self.record = io.run_record(system, integrator, h, save_every, steps, dtype)
         self.dir = segment_dir(self.out)
         self.pending: list[dict] = []
-        self.failure = None
+        self.tail: dict = {}
         self.batched = False
         self.last_write = time.monotonic()
         if resumed is None:
@@ -85,8 +111,8 @@ class RunFile:
             self.merged, self.samples = resumed.merged, resumed.samples
             self.inv0, self.worst = resumed.inv0, dict(resumed.worst)
             self.t0 = resumed.t0
-            self.failure = resumed.failure
-            self.batched = np.ndim(resumed.failure[0]) > 0
+            self.tail = dict(resumed.tail)
+            self.batched = resumed.batched
             self.skip = 1  # the run continues from the last sample on file
 
     # --- writing -------------------------------------------------------------------
@@ -95,24 +121,26 @@ class RunFile:
         return max(0, self.samples - 1) * self.save_every
 
     def append(self, traj) -> None:
-        """Add the samples of ``traj`` (the next chunk of the run)."""
-        arrays = {name: a for name, _dims, a in io._leaves(traj)}
-        invariants = traj.invariants()
+        """Add the samples of ``traj`` (the next chunk of the run) and its end-of-run
+        record (failure, compensation)."""
+        arrays = io.sample_arrays(traj)
         self.batched = traj.batched
         axis = 1 if traj.batched else 0
+        self.tail = io.tail_arrays(traj)
         if self.skip:
-            arrays = {k: _take(a, slice(self.skip, None), axis) for k, a in arrays.items()}
-            invariants = {k: _take(v, slice(self.skip, None), axis) for k, v in invariants.items()}
+            arrays = {k: _take(a, slice(self.skip, None), 0 if k == "time" else axis)
+                      for k, a in arrays.items()}  # fmt: skip
             self.skip = 0
-        n = np.shape(next(iter(arrays.values())))[axis]
+        n = np.shape(arrays["time"])[0]
         if n == 0:
             return
+        # the times of the whole run's grid (a resumed run's own t0 would round apart)
         index = np.arange(self.samples, self.samples + n, dtype=np.float64)
-        chunk = {"time": self.t0 + self.h * (self.save_every * index), **arrays}
-        self._track(invariants, axis)
-        self.pending.append({"arrays": chunk, "invariants": invariants, "count": n})
+        arrays["time"] = self.t0 + self.h * (self.save_every * index)
+        fields = {name for name, _ in io._fields(self.system, True)}
+        self._track({k: a for k, a in arrays.items() if k != "time" and k not in fields}, axis)
+        self.pending.append({"arrays": arrays, "count": n})
         self.samples += n
-        self.failure = (traj.failed_step, traj.residual, traj.reason)
         big = sum(int(np.size(a)) for p in self.pending for a in p["arrays"].values())
         if time.monotonic() - self.last_write >= self.every or big > SLICE_NUMBERS:
             self.checkpoint()
@@ -161,25 +189,19 @@ class RunFile:
         names = list(self.pending[0]["arrays"])
         arrays = {k: _join([p["arrays"][k] for p in self.pending], 0 if k == "time" else axis)
                   for k in names}  # fmt: skip
-        invariants = {k: _join([p["invariants"][k] for p in self.pending], axis)
-                      for k in self.pending[0]["invariants"]}  # fmt: skip
         count = sum(p["count"] for p in self.pending)
         for name, a in arrays.items():
             self.digest.update(name, a, 0 if name == "time" else axis)
         meta = {"record": self.record, "first": first, "count": count,
-                "sha256": _segment_hash(arrays, invariants)}  # fmt: skip
-        failed_step, residual, reason = self.failure  # pyright: ignore[reportGeneralTypeIssues]
+                "sha256": _segment_hash(arrays, self.tail)}  # fmt: skip
         self.dir.mkdir(exist_ok=True)
         path = self.dir / f"{first:020d}.npz"
         tmp = self.dir / f".{first:020d}.part.npz"
         with open(tmp, "wb") as fh:
             payload: dict[str, np.ndarray] = {
                 "meta": np.asarray(json.dumps(meta)),
-                "failed_step": np.asarray(failed_step, dtype=np.int64),
-                "residual": np.asarray(residual, dtype=np.float64),
-                "reason": np.asarray(reason).astype(str),
                 **{f"a/{k}": a for k, a in arrays.items()},
-                **{f"i/{k}": v for k, v in invariants.items()},
+                **{f"t/{k}": a for k, a in self.tail.items()},
             }
             np.savez(fh, **payload)  # pyright: ignore[reportArgumentType]
             fh.flush()
@@ -190,17 +212,24 @@ class RunFile:
 
     def _merge(self) -> None:
         total = self.merged + sum(count for _, _, count in self.segments)
+        for name, a in self.tail.items():
+            self.digest.set(name, a)
         attrs = io.file_attrs(self.record, self.integrator, (total - 1) * self.save_every,
                               self.digest)  # fmt: skip
-        tmp = self.out.with_name(f".{self.out.name}.part{self.out.suffix}")
+        tmp = io.part_path(self.out)
         sources = _Sources(self.out if self.merged else None, self.csv, self.segments)
         if self.csv:
-            _write_csv(tmp, attrs, sources, self.batched, self.out, self.system)
+            _write_csv(tmp, attrs, sources, self.batched, self.system)
+            io.replace_synced(tmp, self.out)
+            # the sidecar only once its CSV is whole and in place: it never claims more
+            io.write_csv_metadata(self.out, attrs, sources.csv_names, self.system,
+                                  sources.csv_fields, self.tail)  # fmt: skip
         else:
-            _write_netcdf(tmp, attrs, sources, self.system, self.batched, total, self.failure)
-        with open(tmp, "rb+") as fh:  # on disk before it takes the name, and whole
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.out)
+            layout = sources.layout()
+            io.write_netcdf_slices(tmp, self.system, attrs, self.batched, total, layout,
+                                   self.tail, sources.netcdf_slices(list(layout),
+                                                                    self.batched))  # fmt: skip
+            io.replace_synced(tmp, self.out)
         for path, _, _ in self.segments:
             path.unlink(missing_ok=True)
         self.segments, self.merged = [], total
@@ -256,41 +285,44 @@ class RunFile:
         import h5netcdf
 
         digest = io.Digest()
+        fields = [name for name, _dims in system.state_fields]
         with h5netcdf.File(out, "r") as fh:
             attrs = {k: v.item() if isinstance(v, np.generic) else v
                      for k, v in fh.attrs.items()}  # fmt: skip
-            names = [name for name, _dims in system.state_fields]
             if "g" in fh.variables:
-                names.append("g")
-            variables = {"time": fh.variables["time"]} | {k: fh.variables[k] for k in names}
-            batched = "sample" in variables[names[0]].dimensions
+                fields.append("g")
+            batched = "sample" in fh.variables[fields[0]].dimensions
             axis = 1 if batched else 0
-            merged = variables["time"].shape[0]
-            invariants = [
-                k
-                for k in fh.variables
-                if k not in variables and "time" in fh.variables[k].dimensions
-            ]
+            merged = fh.variables["time"].shape[0]
+            names = ["time", *fields] + [
+                k for k in fh.variables
+                if k not in fields and k != "time" and "time" in fh.variables[k].dimensions
+            ]  # fmt: skip
+            variables = {k: fh.variables[k] for k in names}
             per = sum(int(np.prod(v.shape)) // max(merged, 1) for v in variables.values())
             step = max(1, SLICE_NUMBERS // max(per, 1))
             inv0, worst = None, {}
-            first = last = None
+            first: dict = {}
+            last: dict = {}
             t0 = float(variables["time"][0])
-            failure = tuple(
-                np.asarray(fh.variables[k][...]) for k in ("failed_step", "residual", "reason")
-            )
+            tail = {k: np.asarray(v[...]) for k, v in fh.variables.items()
+                    if k in ("failed_step", "residual", "reason") or
+                    k.endswith("_compensation")}  # fmt: skip
+            tail["reason"] = tail["reason"].astype(str)
+            for name, a in tail.items():
+                digest.set(name, a)
             for a in range(0, merged, step):
                 s = slice(a, min(merged, a + step))
+                values = {}
                 for name, var in variables.items():
                     part = var[:, s] if (batched and name != "time") else var[s]
                     digest.update(name, part, 0 if name == "time" else axis)
-                    if name != "time" and a == 0:
-                        first = [*(first or []), _take(part, slice(0, 1), axis)]
-                    if name != "time" and s.stop == merged:
-                        last = [*(last or []), _take(part, slice(-1, None), axis)]
-                values = {k: np.asarray(fh.variables[k][:, s] if batched else
-                                        fh.variables[k][s], dtype=np.float64)
-                          for k in invariants}  # fmt: skip
+                    if name in fields and a == 0:
+                        first[name] = _take(part, slice(0, 1), axis)
+                    if name in fields and s.stop == merged:
+                        last[name] = _take(part, slice(-1, None), axis)
+                    if name != "time" and name not in fields:
+                        values[name] = np.asarray(part, dtype=np.float64)
                 if inv0 is None:
                     inv0 = {k: _take(v, slice(0, 1), axis) for k, v in values.items()}
                 _worst(worst, values, inv0)
@@ -305,23 +337,86 @@ class RunFile:
                 if meta["first"] != samples:
                     raise ValueError(f"segment {path.name} starts at sample {meta['first']}, "
                                      f"not {samples}")  # fmt: skip
-                keys = {k: meta["record"].get(k) for k in meta["record"]}
-                if any(attrs.get(k) != v for k, v in keys.items()):
+                if any(attrs.get(k) != v for k, v in meta["record"].items()):
                     raise ValueError(f"segment {path.name} belongs to another run")
                 arrays = {k[2:]: seg[k] for k in seg.files if k.startswith("a/")}
-                values = {k[2:]: seg[k] for k in seg.files if k.startswith("i/")}
-                if _segment_hash(arrays, values) != meta["sha256"]:
+                seg_tail = {k[2:]: seg[k] for k in seg.files if k.startswith("t/")}
+                if _segment_hash(arrays, seg_tail) != meta["sha256"]:
                     raise ValueError(f"segment {path.name} was changed after it was written")
-                failure = tuple(seg[k] for k in ("failed_step", "residual", "reason"))
+            tail = seg_tail
             for name, a in arrays.items():
                 digest.update(name, a, 0 if name == "time" else axis)
-            last = [_take(arrays[name], slice(-1, None), axis) for name in names]
-            _worst(worst, {k: np.asarray(v, np.float64) for k, v in values.items()},
-                   inv0 or {})  # fmt: skip
+            last = {name: _take(arrays[name], slice(-1, None), axis) for name in fields}
+            values = {k: np.asarray(v, np.float64) for k, v in arrays.items()
+                      if k != "time" and k not in fields}  # fmt: skip
+            _worst(worst, values, inv0 or {})
             segments.append((path, meta["first"], meta["count"]))
             samples += meta["count"]
-        return Resumed(attrs, found, samples, first or [], last or [], digest, segments,
-                       merged, inv0 or {}, worst, t0, failure)  # fmt: skip
+        return Resumed(attrs, found, samples, first, last, digest, segments, merged,
+                       inv0 or {}, worst, t0, tail, batched)  # fmt: skip
+
+    @staticmethod
+    def resume(out: Path, system, record: dict, x0, g0, parameter: str = "--resume") -> Resumed:
+        """The run on file at ``out`` (and its segments) if it is the beginning of the run
+        ``record`` (``io.run_record``) from ``x0`` (and attitude ``g0``), untouched since it
+        was written and not failed; else ``InputError`` naming ``parameter`` (the files
+        are left as they are)."""
+        from mechint.errors import InputError
+
+        name = repr(str(out))
+        if out.suffix.lower() != ".nc" or not out.is_file():
+            raise InputError(parameter, f"needs an existing NetCDF (.nc) file at --out, {name}")
+        try:
+            resumed = RunFile.read(out, system)
+        except (OSError, KeyError, ValueError, TypeError) as exc:
+            raise InputError(parameter, f"cannot read a mechint run from {name}: {exc}") from None
+        attrs = resumed.attrs
+        again = "run it again without --resume (--overwrite)"
+        if "checksum" not in attrs:
+            raise InputError(parameter, f"{name} has no checksum (written before mechint 0.1.0 "
+                             "recorded one), so its data cannot be trusted to continue",
+                             again)  # fmt: skip
+        if not str(attrs["checksum"]).startswith(io.CHECKSUM_SCHEME):
+            raise InputError(parameter, f"{name} was written by an older mechint, whose "
+                             "checksum this version does not compute", again)  # fmt: skip
+        if attrs["checksum"] != resumed.found:
+            raise InputError(parameter, f"{name} was changed after it was written (its data "
+                             "or record disagree with its checksum)", again)  # fmt: skip
+        for key, value in record.items():
+            if attrs.get(key) != value:
+                raise InputError(
+                    parameter,
+                    f"{name} was written by another run ({key} = {attrs.get(key)!r}, "
+                    f"this run: {value!r})",
+                    "give the same options as the interrupted run",
+                )
+        done = int(attrs["steps"])
+        save_every = int(record["save_every"])
+        if done % save_every or resumed.merged != done // save_every + 1:
+            raise InputError(parameter, f"{name} holds {resumed.merged} samples, which is not "
+                             f"{done} steps saved every {save_every}")  # fmt: skip
+        if resumed.failed:
+            step = int(np.max(resumed.tail["failed_step"]))
+            raise InputError(parameter, f"{name} holds a run that failed (at step {step}): "
+                             "continuing would fail again", "change h or the integrator, and "
+                             "run it again with --overwrite")  # fmt: skip
+        axis = 1 if resumed.batched else 0
+        fields = [f for f, _ in system.state_fields]
+        same = (
+            np.array_equal(
+                np.take(resumed.first[k], 0, axis), np.asarray(b, resumed.first[k].dtype)
+            )
+            for k, b in zip(fields, jax.tree.leaves(x0), strict=True)
+        )
+        if not all(same):
+            raise InputError(parameter, f"{name} starts from another initial state")
+        has_g = "g" in resumed.first
+        if (g0 is None) == has_g or (
+            g0 is not None
+            and not np.array_equal(np.take(resumed.first["g"], 0, axis), np.asarray(g0))
+        ):
+            raise InputError(parameter, f"{name} starts from another attitude (--orientation)")
+        return resumed
 
 
 def _dims_shape(block, dims) -> tuple:
@@ -354,38 +449,44 @@ def _join(parts, axis: int):
     return np.concatenate([np.asarray(p) for p in parts], axis=axis)
 
 
-def _segment_hash(arrays: dict, invariants: dict) -> str:
+def _segment_hash(arrays: dict, tail: dict) -> str:
     digest = io.Digest()
-    for name, a in {**arrays, **{f"i/{k}": v for k, v in invariants.items()}}.items():
+    for name, a in arrays.items():
         digest.update(name, a)
+    for name, a in tail.items():
+        digest.set(name, a)
     return digest.value({})
 
 
 class _Sources:
-    """The samples of a merge in order, by slices: the old file's, then each segment's
-    (``slices`` yields (arrays, invariants) dicts, time along axis 0 for "time", else
-    along the run's time axis)."""
+    """The samples of a merge in order, by slices: the old file's, then each segment's."""
 
     def __init__(self, old: Path | None, csv: bool, segments):
         self.old, self.csv, self.segments = old, csv, segments
+        self.csv_names: list[str] = []
+        self.csv_fields: list[str] = []
 
-    def netcdf_slices(self, names, invariants, batched):
+    def layout(self) -> dict:
+        """The dtype and shape of every per-sample array, from the first segment (every
+        merge has one), in the order they were written."""
+        with np.load(self.segments[0][0], allow_pickle=False) as seg:
+            return {k[2:]: (seg[k].dtype, seg[k].shape) for k in seg.files if k.startswith("a/")}
+
+    def netcdf_slices(self, names, batched):
         import h5netcdf
 
         if self.old is not None:
             with h5netcdf.File(self.old, "r") as fh:
                 n = fh.variables["time"].shape[0]
-                per = sum(int(np.prod(fh.variables[k].shape)) // max(n, 1)
-                          for k in names + invariants)  # fmt: skip
+                per = sum(int(np.prod(fh.variables[k].shape)) // max(n, 1) for k in names)
                 step = max(1, SLICE_NUMBERS // max(per, 1))
                 for a in range(0, n, step):
                     s = slice(a, min(n, a + step))
-                    read = {k: (fh.variables[k][:, s] if batched and k != "time"
-                                else fh.variables[k][s]) for k in names + invariants}  # fmt: skip
-                    yield read
+                    yield {k: (fh.variables[k][:, s] if batched and k != "time"
+                               else fh.variables[k][s]) for k in names}  # fmt: skip
         for path, _, _ in self.segments:
             with np.load(path, allow_pickle=False) as seg:
-                out = {k[2:]: seg[k] for k in seg.files if k.startswith(("a/", "i/"))}
+                out = {k[2:]: seg[k] for k in seg.files if k.startswith("a/")}
             yield out
 
     def csv_old_rows(self):
@@ -395,89 +496,29 @@ class _Sources:
             fh.readline()  # the header
             yield from fh
 
-    def segment_blocks(self):
+    def segment_blocks(self, system):
+        """(state arrays as (name, array) pairs, invariants, time) of each segment."""
+        fields = {name for name, _ in io._fields(system, True)}
         for path, _, _ in self.segments:
             with np.load(path, allow_pickle=False) as seg:
-                arrays = [(k[2:], seg[k]) for k in seg.files if k.startswith("a/")]
-                invariants = {k[2:]: seg[k] for k in seg.files if k.startswith("i/")}
-            t = dict(arrays).pop("time")
-            rest = [(k, a) for k, a in arrays if k != "time"]
+                arrays = {k[2:]: seg[k] for k in seg.files if k.startswith("a/")}
+            t = arrays.pop("time")
+            rest = [(k, a) for k, a in arrays.items() if k in fields]
+            invariants = {k: a for k, a in arrays.items() if k not in fields}
             yield rest, invariants, t
 
 
-def _write_csv(tmp: Path, attrs: dict, sources: _Sources, batched: bool, out: Path,
-               system) -> None:  # fmt: skip
-    """The CSV (to ``tmp``, which becomes ``out``) and the sidecar of ``out``."""
+def _write_csv(tmp: Path, attrs: dict, sources: _Sources, batched: bool, system) -> None:
+    """The CSV rows of the old file and the segments, to ``tmp`` (its sidecar is written
+    once it is in place)."""
     with open(tmp, "w") as fh:
         header_written = False
-        for rest, invariants, t in sources.segment_blocks():
+        for rest, invariants, t in sources.segment_blocks(system):
             if not header_written:
-                names = io.csv_names(rest, invariants, batched)
-                fields = [name for name, _ in rest]
-                io.write_csv_metadata(out, attrs, names, system, fields)
-                fh.write(io.csv_header(names))
+                sources.csv_names = io.csv_names(rest, invariants, batched)
+                sources.csv_fields = [name for name, _ in rest]
+                fh.write(io.csv_header(sources.csv_names))
                 header_written = True
                 for line in sources.csv_old_rows():
                     fh.write(line)
             io.write_csv_rows(fh, io.csv_block(t, rest, invariants, batched))
-
-
-def _write_netcdf(tmp: Path, attrs: dict, sources: _Sources, system, batched: bool,
-                  total: int, failure) -> None:  # fmt: skip
-    """The file ``io.to_dataset(...).to_netcdf`` writes, built by slices."""
-    import h5netcdf
-
-    fields = list(system.state_fields)
-    # what the variables are: from the first segment (every merge has one)
-    with np.load(sources.segments[0][0], allow_pickle=False) as seg:
-        shapes = {k[2:]: (seg[k].dtype, seg[k].shape) for k in seg.files if k.startswith("a/")}
-        invariants = {k[2:]: seg[k].dtype for k in seg.files if k.startswith("i/")}
-    if "g" in shapes:
-        fields.append(("g", ("row", "col")))
-    lead = ("sample", "time") if batched else ("time",)
-    axis = len(lead) - 1
-    failed_step, residual, reason = failure
-    with h5netcdf.File(tmp, "w") as fh:
-        dims = {}
-        for name, cdims in fields:
-            dtype, shape = shapes[name]
-            dims.update(zip(lead + tuple(cdims), (*shape[:axis], total, *shape[axis + 1 :]),
-                            strict=True))  # fmt: skip
-        fh.dimensions = dims
-        fh.create_variable("time", ("time",), np.float64).attrs.update(io.describe(system, "time"))
-        for dim, (values, dim_attrs) in io.dimension_coords(dims).items():
-            fh.create_variable(dim, (dim,), values.dtype, data=values).attrs.update(dim_attrs)
-        for name, cdims in fields:
-            var = fh.create_variable(name, lead + tuple(cdims), shapes[name][0])
-            var.attrs.update(io.describe(system, name))
-        for name, dtype in invariants.items():
-            fh.create_variable(name, lead, dtype).attrs.update(io.describe(system, name))
-        member = lead[:-1]
-        fh.create_variable("failed_step", member, np.int64,
-                           data=np.asarray(failed_step, dtype=np.int64)
-                           ).attrs.update(io.FAILURE_ATTRS["failed_step"])  # fmt: skip
-        fh.create_variable("residual", member, np.float64,
-                           data=np.asarray(residual, dtype=np.float64)
-                           ).attrs.update(io.FAILURE_ATTRS["residual"])  # fmt: skip
-        import h5py
-
-        text = fh.create_variable("reason", member, h5py.string_dtype())
-        text[...] = np.asarray(reason).astype(object)
-        text.attrs.update(io.FAILURE_ATTRS["reason"])
-        names = ["time"] + [name for name, _ in fields]
-        at = 0
-        for part in sources.netcdf_slices(names, list(invariants), batched):
-            n = np.shape(part["time"])[0]
-            s = slice(at, at + n)
-            for name, a in part.items():
-                var = fh.variables[name]
-                if batched and name != "time":
-                    var[:, s] = a
-                else:
-                    var[s] = a
-            at += n
-        if at != total:
-            raise OSError(f"merged {at} samples, expected {total}")
-        fh.attrs.update({**io.global_attrs(), **attrs})
-        for key, value in system.parameters().items():
-            fh.attrs[key] = np.asarray(value, dtype=float)

@@ -1,11 +1,13 @@
 """The driver: advance a system with an integrator by ``jax.lax.scan``.
 
-The run is split into chunks of whole save intervals.  Each chunk is one jitted call
-(cached by system type, integrator and chunk shape: parameters and h are traced, so a
-new inertia or step size reuses the compiled code) whose inner loop takes ``save_every``
-steps between saved samples.  Only saved samples leave the device, so memory is
-O(steps / save_every).  A batch of initial conditions (leading axis) is advanced by
-``vmap`` of the step, in one call.
+The run is split into chunks of whole save intervals (a save interval longer than a
+chunk's budget into pieces, so that no call runs unbounded).  Each chunk is one jitted
+call (cached by system type, integrator and chunk shape: parameters, h, the save
+interval and the chunk's length are traced, so one program serves every chunk) whose
+inner loop takes ``save_every`` steps between saved samples.  Only saved samples leave
+the device, so memory is O(steps / save_every) (O(chunk) when they are streamed,
+``keep=False``).  A batch of initial conditions (leading axis) is advanced by ``vmap``
+of the step, in one call.
 
 Failure is data.  Every step's status is tracked: the first failing step of each batch
 member, its residual and its ``Reason`` are recorded and that member's state is frozen
@@ -19,7 +21,6 @@ that could pass for a result.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import sys
 import time
@@ -32,13 +33,9 @@ from tqdm.auto import tqdm
 
 from mechint import _validate
 from mechint.errors import InputError, StepFailure
-from mechint.integrate import check_integrator, check_system, decode, initial_carry, run_saves
-from mechint.integrators.compensated import Compensated
-from mechint.integrators.oriented import Oriented
-from mechint.maps import Integrator, Reason, require_serves
-from mechint.systems.base import System
-from mechint.systems.euler_top import EulerTop
-from mechint.systems.rigid import Body
+from mechint.integrate import blank_failed, decode, initial_carry, run_saves
+from mechint.maps import Reason, unwrap_all
+from mechint.plan import Plan, make_plan
 from mechint.trajectory import Trajectory
 
 # Body-steps per chunk: long enough to amortise dispatch, short enough for progress.
@@ -65,21 +62,6 @@ class _CompileClock:
 
 
 _COMPILE_CLOCK = _CompileClock()
-
-
-@dataclasses.dataclass(frozen=True)
-class _Run:
-    """What a run was asked to do (recorded in every Trajectory it returns)."""
-
-    system: System
-    integrator: Integrator
-    h: float
-    t0: float
-    steps: int
-    save_every: int
-    batched: bool
-    oriented: bool = False
-    compensated: bool = False
 
 
 # Chunks of few saves are compiled at one size, up to this many saves and numbers, and
@@ -124,6 +106,35 @@ def _plan(n_saves: int, save_every: int, batch: int, chunk: int = _CHUNK_BODY_ST
     return best if 2 * best >= cap else cap
 
 
+# The driver's clock (a test injects its own to size chunks without the wall clock).
+_clock = time.perf_counter
+
+
+class ChunkSizer:
+    """How much the next compiled call does, when calls are sized by time
+    (``chunk_seconds``): the first call is short (``first``), each next one is aimed at
+    ``seconds`` from the rate the last one measured, damped (at most 4 times longer and
+    at least half as long as the one before) and never shorter than the first (the
+    floor) nor longer than ``cap``.  The damping and the floor keep a busy machine, whose
+    measured rates jump, from breaking a run into thousands of tiny calls.  Without
+    ``seconds``, every call is ``cap`` long.  The unit (saves, or steps of one save
+    interval) is the caller's."""
+
+    def __init__(self, first: int, cap: int, seconds: float | None):
+        self.cap, self.seconds = max(1, cap), seconds
+        self.floor = max(1, min(first, self.cap))
+        self.size = self.cap if seconds is None else self.floor
+
+    def next(self, done: int, spent: float) -> int:
+        """The next call's size, after a call did ``done`` units in ``spent`` seconds."""
+        if self.seconds is None:
+            return self.size
+        target = done / max(spent, 1e-9) * self.seconds
+        damped = min(max(target, self.size / 2), 4.0 * self.size)
+        self.size = int(min(self.cap, max(self.floor, damped)))
+        return self.size
+
+
 def simulate(
     system,
     integrator,
@@ -142,6 +153,8 @@ def simulate(
     throw: bool = True,
     keep: bool = True,
     compensated: bool = False,
+    compensation=None,
+    interrupt=None,
 ) -> Trajectory:
     """Advance ``x0`` by ``steps`` steps of size ``h``, saving every ``save_every``-th state.
 
@@ -165,22 +178,33 @@ def simulate(
         g_{k+1} = g_k W_k (maps with a body rotation, i.e. ``DiscreteLagrangian``),
         saved as ``Trajectory.orientation``.
     on_chunk
-        Called after every chunk of steps.  With ``keep=True``: with a function that
-        builds the Trajectory of everything saved so far.  With ``keep=False``: with the
-        Trajectory of the samples saved since the last call (x0 included in the first),
-        which the run then forgets (``mechint run`` streams them to its file).
+        Called after every chunk of steps that saved samples.  With ``keep=True``: with
+        a function that builds the Trajectory of everything saved so far.  With
+        ``keep=False``: with the Trajectory of the samples saved since the last call (x0
+        included in the first), which the run then forgets (``mechint run`` streams them
+        to its file).
     compensated
         Add each step's increment with Kahan–Babuška summation (``integrators.Compensated``;
         Hairer's GNI codes): round-off grows like √N instead of N ulp over N steps for
-        maps that form their increment directly (the implicit midpoint rule).
+        maps that form their increment directly (the implicit midpoint rule).  The
+        correction at every saved sample is ``Trajectory.compensation``.
+    compensation
+        The correction to start from (default zero): a resumed compensated run passes
+        the last one saved, and continues bit for bit.
     chunk_steps
-        Body-steps (steps × batch size) per chunk, rounded to whole save intervals
-        (default 2^22): each chunk is one compiled call, and the unit of ``on_chunk``.
+        Body-steps (steps × batch size) per compiled call, rounded to whole save
+        intervals where an interval is shorter (default 2^22); a longer save interval
+        is run in calls of about this many steps, so no call runs unbounded.
     chunk_seconds
-        Aim for chunks of about this many seconds (at most ``chunk_steps``): the first
-        chunk is short (1/256 of the budget), and the next ones are sized from the rate
-        it measured, so that a slow map shows progress and checkpoints on time.  All
-        chunks share one compiled program; the states are the same as with any chunking.
+        Aim for calls of about this many seconds (at most ``chunk_steps``): the first
+        call is short (1/256 of the budget), the next ones are sized from the rate the
+        last one measured (``ChunkSizer``: damped, with the first call's length as a
+        floor), so that a slow map shows progress and checkpoints on time.  All calls
+        share one compiled program; the states are the same as with any chunking.
+    interrupt
+        Called with no argument after every compiled call (at most about
+        ``chunk_seconds`` apart, whatever the save interval); an exception it raises
+        (``KeyboardInterrupt`` on a signal, for ``mechint run``) ends the run there.
     dtype
         "float64" (default) or "float32": the state and the system's parameters are cast
         to it (faster on GPUs, about 1e-7 relative precision; invariants kept to
@@ -202,142 +226,153 @@ def simulate(
     Raises
     ------
     InputError
-        On bad input, before any step.
+        On bad input, before any step (``plan.make_plan``).
     StepFailure
         With ``throw=True``, when a step fails (singular solve, Newton not converged,
         wrong branch, non-finite state): it names the step, residual and reason and
-        carries every sample saved before it.
+        carries every sample saved before it, with the failure recorded.
     """
-    system = check_system(system)
-    integrator = check_integrator(integrator)
-    require_serves(integrator, system)
-    x0_np, batched = system.validate_state(x0, "x0")
-    h = _validate.step_size(h)
-    steps = _validate.count("steps", steps)
-    save_every = _validate.save_every(steps, save_every)
-    t0 = float(_validate.real_array("t0", t0, ()))
-    real = jnp.dtype(_validate.real_dtype(dtype))
-    if real != jnp.float64:
-        system = jax.tree.map(lambda a: jnp.asarray(a, dtype=real), system)
-
-    n_saves = steps // save_every
-    batch = jax.tree.leaves(x0_np)[0].shape[0] if batched else 1
-    oriented = orientation is not None
-    if oriented:
-        integrator = Oriented(integrator)
-        assert isinstance(system, Body | EulerTop)  # the base map serves it (checked above)
-        x0_np = (x0_np, Oriented.initial(system, orientation, batched, batch))
-    if compensated:  # the state carries its Kahan–Babuška correction, from zero
-        integrator = Compensated(integrator)
-        x0_np = (x0_np, jax.tree.map(np.zeros_like, x0_np))
-    run = _Run(system, integrator, h, t0, steps, save_every, batched, oriented, compensated)
+    plan = make_plan(system, integrator, x0, h, steps, save_every, t0=t0, dtype=dtype,
+                     orientation=orientation, compensated=compensated,
+                     compensation=compensation)  # fmt: skip
     chunk = (
         _CHUNK_BODY_STEPS if chunk_steps is None else _validate.count("chunk_steps", chunk_steps)
     )
-    per_chunk = _plan(n_saves, save_every, batch, chunk)
     if chunk_seconds is not None and not chunk_seconds > 0:
         raise InputError("chunk_seconds", f"must be > 0, got {chunk_seconds!r}")
+    return _drive(plan, chunk, chunk_seconds, progress=progress, on_chunk=on_chunk,
+                  interrupt=interrupt, throw=throw, keep=keep)  # fmt: skip
 
-    x0_j = jax.tree.map(lambda a: jnp.asarray(a, dtype=real), x0_np)
-    carry = initial_carry(x0_j, batch if batched else None, real)
-    samples = [jax.tree.map(lambda a: np.asarray(a, dtype=real)[None], x0_np)]
-    every = jnp.asarray(save_every, dtype=jnp.int64)
-    numbers = sum(int(np.size(a)) for a in jax.tree.leaves(x0_np))
-    start, compiled = time.perf_counter(), _COMPILE_CLOCK.seconds
+
+def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interrupt, throw,
+           keep) -> Trajectory:  # fmt: skip
+    """The host loop of a run: compiled calls of whole saves (or, for a save interval
+    longer than a call's budget, of pieces of one interval), failures, progress,
+    ``on_chunk`` and ``interrupt`` between calls."""
+    system, integrator, batched = plan.system, plan.integrator, plan.batched
+    save_every, n_saves = plan.save_every, plan.n_saves
+    real = jnp.dtype(plan.dtype)
+    budget = max(1, chunk // plan.batch)  # steps per call
+    whole = save_every <= budget  # whole save intervals per call
+    if whole:
+        per_chunk = _plan(n_saves, save_every, plan.batch, chunk)
+        sizer = ChunkSizer(max(1, per_chunk // 256), per_chunk, chunk_seconds)
+        size = capacity(min(per_chunk, n_saves), plan.numbers)
+    else:
+        sizer = ChunkSizer(max(1, budget // 256), budget, chunk_seconds)
+        size = capacity(1, plan.numbers)
+    x0_j = jax.tree.map(lambda a: jnp.asarray(a, dtype=real), plan.x0)
+    carry = initial_carry(x0_j, plan.batch if batched else None, real)
+    samples = [jax.tree.map(lambda a: np.asarray(a)[None], plan.x0)]
+    start, compiled = _clock(), _COMPILE_CLOCK.seconds
     bar = tqdm(
-        total=steps, unit="step", unit_scale=True, delay=2.0, disable=not progress,
+        total=plan.steps, unit="step", unit_scale=True, delay=2.0, disable=not progress,
         file=sys.stderr, leave=False,
     )  # fmt: skip
     handed, last = 0, None  # samples handed to on_chunk and forgotten (keep=False)
-    # one compiled size for every chunk (the last, shorter one included)
-    size = capacity(min(per_chunk, n_saves), numbers)
-    n_next = per_chunk if chunk_seconds is None else max(1, per_chunk // 256)
+    calls, done, into = 0, 0, 0  # compiled calls; saves done; steps into the next save
     try:
-        done = 0
         while done < n_saves:
-            n = min(n_next, n_saves - done)
-            began, compiling = time.perf_counter(), _COMPILE_CLOCK.seconds
+            if whole:
+                every, n = save_every, min(sizer.size, n_saves - done)
+            else:
+                every, n = min(sizer.size, save_every - into), 1
+            began, compiling = _clock(), _COMPILE_CLOCK.seconds
             carry, saved = _advance(
-                system, integrator, carry, h, every, jnp.asarray(n, dtype=jnp.int64),
-                capacity=size, batched=batched,
+                system, integrator, carry, plan.h, jnp.asarray(every, dtype=jnp.int64),
+                jnp.asarray(n, dtype=jnp.int64), capacity=size, batched=batched,
             )  # fmt: skip
             saved = jax.tree.map(lambda a, n=n: a[:n], jax.device_get(saved))
-            if chunk_seconds is not None:  # the next chunk's size, from this one's rate
-                spent = time.perf_counter() - began - (_COMPILE_CLOCK.seconds - compiling)
-                rate = n / max(spent, 1e-6)
-                n_next = int(min(per_chunk, max(1, rate * chunk_seconds)))
+            calls += 1
+            spent = _clock() - began - (_COMPILE_CLOCK.seconds - compiling)
+            sizer.next(n if whole else every, spent)
+            bar.update(n * every)
             fail_step = decode(np.asarray(carry[2]))[0]
+            if not whole:
+                into += every
+                if into < save_every:  # inside a save interval: nothing to save yet
+                    if throw and np.any(fail_step >= 0):
+                        _raise_failure(plan, samples, saved, done, carry, handed, n=0)
+                    if np.all(fail_step >= 0):
+                        break
+                    if interrupt is not None:
+                        interrupt()
+                    continue
+                into = 0
             if throw and np.any(fail_step >= 0):
-                _raise_failure(run, samples, saved, done, carry, handed)
+                _raise_failure(plan, samples, saved, done, carry, handed, n=n)
             samples.append(saved)
             done += n
-            bar.update(n * save_every)
             if not keep:
-                chunk = _trajectory(run, samples, carry, first=handed)
-                handed += len(chunk.t)
+                part = _trajectory(plan, samples, carry, first=handed)
+                handed += len(part.t)
                 samples = []
                 if on_chunk is not None:
-                    on_chunk(chunk)
+                    on_chunk(part)
                 last = jax.tree.map(lambda a: a[-1:], saved)
             elif on_chunk is not None:
-                on_chunk(partial(_trajectory, run, samples, carry))
+                on_chunk(partial(_trajectory, plan, samples, carry))
             if np.all(fail_step >= 0):  # every member failed: nothing left to advance
                 break
+            if interrupt is not None:
+                interrupt()
     finally:
         bar.close()
-    wall = time.perf_counter() - start
+    wall = _clock() - start
     compile_time = min(_COMPILE_CLOCK.seconds - compiled, wall)
-    stats = {"wall_time": wall, "compile_time": compile_time}
+    stats = {"wall_time": wall, "compile_time": compile_time, "calls": calls}
     if not keep:
-        if handed == 0:  # no chunk ran (steps == 0 cannot happen): x0 alone
-            return _trajectory(run, samples, carry, stats=stats)
-        return _trajectory(run, [last], carry, first=handed - 1, stats=stats)
-    return _trajectory(run, samples, carry, stats=stats)
+        if handed == 0:  # no chunk saved (every member failed in the first interval)
+            return _trajectory(plan, samples, carry, stats=stats)
+        return _trajectory(plan, [last], carry, first=handed - 1, stats=stats)
+    return _trajectory(plan, samples, carry, stats=stats)
 
 
-def _trajectory(run: _Run, samples, carry, first: int = 0, stats=None) -> Trajectory:
-    """The Trajectory of ``samples``, the run's saved samples from number ``first`` on."""
+def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=None,
+                fail=None) -> Trajectory:  # fmt: skip
+    """The Trajectory of ``samples``, the run's saved samples from number ``first`` on
+    (``steps``: the run's length when it stopped early; ``fail``: the failure record,
+    by default the carry's)."""
     x = jax.tree.map(lambda *parts: np.concatenate(parts, axis=0), *samples)
     n_saved = jax.tree.leaves(x)[0].shape[0]
-    full = run.steps // run.save_every + 1 - first
-    fail_step, codes = decode(np.asarray(carry[2]))
+    full = (plan.steps if steps is None else steps) // plan.save_every + 1 - first
+    fail_step, codes, residual = fail or _failure(carry)
     if n_saved < full and np.all(fail_step >= 0):  # stopped early: every member failed
         x = jax.tree.map(lambda a: _pad(a, full), x)
         n_saved = full
-    # a failed member's samples from its failing step on are not results
-    last_valid = np.where(fail_step >= 0, (fail_step - 1) // run.save_every, first + n_saved - 1)
     index = np.arange(first, first + n_saved)
-    invalid = index.reshape((-1,) + (1,) * fail_step.ndim) > last_valid
-    if np.any(invalid):
-        x = jax.tree.map(lambda a: _blank(a, invalid), x)
-    if run.batched:
+    x = blank_failed(x, fail_step, index * plan.save_every)
+    if plan.batched:
         x = jax.tree.map(lambda a: np.ascontiguousarray(np.moveaxis(a, 0, 1)), x)
-    t = run.t0 + run.h * (run.save_every * index.astype(np.float64))
-    g = None
-    if run.compensated:
-        x = x[0]
-    if run.oriented:
-        x, g = x
-    integrator = run.integrator  # recorded as asked: Compensated(base) when compensated
-    inner = integrator.base if isinstance(integrator, Compensated) else integrator
-    if isinstance(inner, Oriented):
-        inner = inner.base
-    integrator = Compensated(inner) if run.compensated else inner
-    reason = np.vectorize(lambda code: Reason(int(code)).label, otypes=[object])(codes)
+    t = plan.t0 + plan.h * (plan.save_every * index.astype(np.float64))
+    x, extras = unwrap_all(plan.integrator, x)
     return Trajectory(
-        system=run.system,
-        integrator=integrator,
-        h=run.h,
+        system=plan.system,
+        integrator=plan.recorded,
+        h=plan.h,
         t=t,
         x=x,
-        orientation=g,
-        steps=(first + n_saved - 1) * run.save_every,
-        save_every=run.save_every,
+        orientation=extras.get("orientation"),
+        compensation=extras.get("compensation"),
+        steps=(first + n_saved - 1) * plan.save_every,
+        save_every=plan.save_every,
         stats=stats or {},
         failed_step=fail_step,
-        residual=np.where(fail_step >= 0, np.asarray(carry[3], dtype=np.float64), 0.0),
-        reason=reason,
+        residual=residual,
+        reason=labels(codes),
     )
+
+
+def _failure(carry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(failed step, reason code, residual) per member from the loop's carry."""
+    fail_step, codes = decode(np.asarray(carry[2]))
+    residual = np.where(fail_step >= 0, np.asarray(carry[3], dtype=np.float64), 0.0)
+    return fail_step, codes, residual
+
+
+def labels(codes) -> np.ndarray:
+    """Reason codes as their labels (what files and datasets store)."""
+    return np.vectorize(lambda code: Reason(int(code)).label, otypes=[object])(codes)
 
 
 def _pad(a: np.ndarray, n: int) -> np.ndarray:
@@ -346,37 +381,39 @@ def _pad(a: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _blank(a: np.ndarray, invalid: np.ndarray) -> np.ndarray:
-    mask = invalid.reshape(invalid.shape + (1,) * (a.ndim - invalid.ndim))
-    return np.where(mask, np.nan, a).astype(a.dtype)
-
-
-def _raise_failure(run: _Run, samples, saved, done, carry, handed: int = 0):
-    x = carry[0]
-    fail_step, codes = (np.atleast_1d(a) for a in decode(np.asarray(carry[2])))
+def _raise_failure(plan: Plan, samples, saved, done, carry, handed: int, n: int):
+    """StepFailure for the earliest failing member, with every sample saved before its
+    failing step and the failure recorded (every member that failed by that step)."""
+    fail_step, codes, residual = (np.atleast_1d(a) for a in _failure(carry))
     failed = np.flatnonzero(fail_step >= 0)
     member = int(failed[np.argmin(fail_step[failed])])
     first = int(fail_step[member])
-    residual = float(np.atleast_1d(np.asarray(carry[3]))[member])
     why = Reason(int(codes[member]))
     # Samples of this chunk strictly before the failing step are valid.
-    valid = max(0, (first - 1) // run.save_every - done)
+    valid = min(n, max(0, (first - 1) // plan.save_every - done))
     kept = [*samples, jax.tree.map(lambda a: a[:valid], saved)]
-    partial_run = dataclasses.replace(run, steps=(done + valid) * run.save_every)
-    healthy = (carry[0], carry[1], jnp.full_like(carry[2], -1), carry[3])
+    # the run stopped at step `first`: members failing later did not fail in it
+    later = fail_step > first
+    record = tuple(np.where(later, empty, a) for a, empty in
+                   zip((fail_step, codes, residual), (-1, 0, 0.0), strict=True))  # fmt: skip
+    if not plan.batched:
+        record = tuple(np.asarray(a[0]) for a in record)
     held = sum(jax.tree.leaves(part)[0].shape[0] for part in kept)
-    empty = held == 0
-    partial_traj = None if empty else _trajectory(partial_run, kept, healthy, first=handed)
-    last = jax.tree.map(lambda a: np.asarray(a)[member] if run.batched else np.asarray(a), x)
-    if run.oriented:
-        last = last[0]
+    partial_traj = None
+    if held:
+        partial_traj = _trajectory(plan, kept, carry, first=handed,
+                                   steps=(done + valid) * plan.save_every,
+                                   fail=record)  # fmt: skip
+    x = unwrap_all(plan.integrator, carry[0])[0]
+    last = jax.tree.map(lambda a: np.asarray(a)[member] if plan.batched else np.asarray(a), x)
+    res = float(residual[member])
     raise StepFailure(
         step=first,
-        residual=residual if math.isfinite(residual) else float("nan"),
-        reason=(f"{why.text} at t = {run.t0 + run.h * (first - 1):.6g}, of {run.steps} steps"),
+        residual=res if math.isfinite(res) else float("nan"),
+        reason=f"{why.text} at t = {plan.t0 + plan.h * (first - 1):.6g}, of {plan.steps} steps",
         trajectory=partial_traj,
         last_state=last,
-        batch_index=member if run.batched else None,
+        batch_index=member if plan.batched else None,
         code=why,
         saved=handed + held,
     )

@@ -21,7 +21,9 @@ class Trajectory:
     g_k ∈ SO(n), (n_saved, n, n) or (B, n_saved, n, n), when the run carried them (else
     None).  ``system``, ``integrator``, ``h``, ``steps`` and ``save_every`` record what
     produced it; ``stats`` holds the wall time and the part of it spent compiling
-    (``wall_time``, ``compile_time``, seconds).
+    (``wall_time``, ``compile_time``, seconds) and the number of compiled ``calls``;
+    ``compensation``: for a compensated run, the Kahan–Babuška correction at every
+    saved sample (shaped like ``x``), from which a resumed run continues bit for bit.
     """
 
     system: Any
@@ -36,6 +38,7 @@ class Trajectory:
     failed_step: Any = -1
     residual: Any = 0.0
     reason: Any = "ok"
+    compensation: Any = None
 
     def __repr__(self) -> str:
         """One line: what ran, the shapes, the time span and the failures (not the data)."""
@@ -67,8 +70,7 @@ class Trajectory:
 
     def invariants(self) -> dict[str, np.ndarray]:
         """The system's invariants at every saved sample (arrays shaped like t, per member)."""
-        values = compiled(type(self.system).invariants, self.system, self.x)
-        return {k: np.asarray(v) for k, v in values.items()}
+        return invariants(self.system, self.x, 2 if self.batched else 1)
 
     def to_xarray(self):
         return io.to_dataset(self)
@@ -82,3 +84,31 @@ class Trajectory:
     def save(self, path) -> None:
         """Write NetCDF (.nc) or CSV (.csv), chosen by the extension."""
         io.write(self, path)
+
+
+# Invariants are evaluated in blocks of this many samples, one compiled program for
+# every block: a sample's value is then the same bits however a run was chunked (XLA
+# may vectorise an array of another length differently, which moves the last ulp).
+INVARIANT_BLOCK = 1024
+
+
+def invariants(system, x, lead: int) -> dict[str, np.ndarray]:
+    """``system.invariants`` at every state of ``x`` (``lead`` leading sample axes), in
+    blocks of ``INVARIANT_BLOCK`` states: each value independent of the array's size."""
+    leaves, treedef = jax.tree.flatten(x)
+    shape = np.shape(leaves[0])[:lead]
+    n = int(np.prod(shape))
+    flat = [np.reshape(np.asarray(a), (n, *np.shape(a)[lead:])) for a in leaves]
+    parts: dict[str, list[np.ndarray]] = {}
+    for start in range(0, max(n, 1), INVARIANT_BLOCK):
+        block = []
+        for a in flat:
+            b = a[start : start + INVARIANT_BLOCK]
+            if len(b) < INVARIANT_BLOCK:  # padded with its last state (or zeros)
+                fill = b[-1:] if len(b) else np.zeros((1, *a.shape[1:]), a.dtype)
+                b = np.concatenate([b, np.repeat(fill, INVARIANT_BLOCK - len(b), axis=0)])
+            block.append(b)
+        values = compiled(type(system).invariants, system, jax.tree.unflatten(treedef, block))
+        for k, v in values.items():
+            parts.setdefault(k, []).append(np.asarray(v))
+    return {k: np.concatenate(v)[:n].reshape(shape) for k, v in parts.items()}

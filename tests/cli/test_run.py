@@ -285,21 +285,105 @@ def test_canonical_input_errors_are_one_line(args, needle, tmp_path, capsys):
     assert not out.exists()
 
 
-def test_an_estimate_that_does_not_fit_names_a_save_interval_that_does(capsys, tmp_path):
-    """Issue 18.3: 10^9 saved samples of the Euler top (144 GB estimated) are refused
-    before any work, with a --save-every whose run fits; that one is accepted."""
+def _machine(monkeypatch, memory: float, disk: float):
+    """A machine with ``memory`` bytes available and ``disk`` bytes free."""
+    import types
+
     from mechint import resources
 
+    monkeypatch.setattr(resources, "available_memory", lambda: int(memory))
+    monkeypatch.setattr(resources.shutil, "disk_usage",
+                        lambda _: types.SimpleNamespace(free=int(disk)))  # fmt: skip
+
+
+def _prepare(argv):
+    from mechint.cli import run
+    from mechint.cli.main import build_parser, negative_values
+
+    return run.prepare(build_parser().parse_args(negative_values(argv)))
+
+
+def test_an_estimate_that_does_not_fit_names_a_save_interval_that_does(
+    capsys, tmp_path, monkeypatch
+):
+    """Issue 18.3: 10^9 saved samples of the Euler top (48 GB of file, 96 GB with the
+    merge's copy) on a 50 GB disk are refused before any work, with a --save-every whose
+    run fits; that one is accepted."""
+    from mechint import resources
+
+    _machine(monkeypatch, memory=16e9, disk=50e9)
     argv = [*_replace("--steps", "1000000000"), "--out", str(tmp_path / "a.nc")]
     code, _, err = _run([*argv, "--save-every", "1"], capsys)
-    assert code == 2 and err.count("\n") == 1 and "of memory" in err, err
+    assert code == 2 and err.count("\n") == 1 and "of disk" in err, err
     suggested = int(err.split("--save-every ")[-1].split()[0])
     assert 10**9 % suggested == 0
+    _prepare([*argv, "--save-every", str(suggested)])  # accepted
     top = mi.systems.EulerTop((2.0, 1.0, 0.6667))
-    estimate = resources.footprint(top, np.array([0.45, 0.0, 0.89]), 10**9, suggested)
-    assert estimate.memory_bytes <= resources.available_memory()
     full = resources.footprint(top, np.array([0.45, 0.0, 0.89]), 10**9, 1)
     assert full.file_bytes == (10**9 + 1) * 48  # m (3), H, C and t: 8 bytes each
+
+
+def test_a_streamed_run_is_judged_by_what_it_holds(capsys, tmp_path, monkeypatch):
+    """Issue 31.8: ``mechint run`` streams its samples to the file, so 4·10^8 saved
+    samples (19.2 GB of file, 57.6 GB if they were all held) fit a machine of 8 GB of
+    memory and 100 GB of disk; the library's estimate of a run kept in memory does not."""
+    from mechint import resources
+
+    _machine(monkeypatch, memory=8e9, disk=100e9)
+    argv = [*_replace("--steps", "400000000"), "--save-every", "1",
+            "--out", str(tmp_path / "a.nc")]  # fmt: skip
+    plan, _, _ = _prepare(argv)  # accepted: no error
+    assert plan.steps == 4 * 10**8
+    top = mi.systems.EulerTop((2.0, 1.0, 0.6667))
+    x0 = np.array([0.45, 0.0, 0.89])
+    held = resources.footprint(top, x0, 4 * 10**8, 1)
+    streamed = resources.footprint(top, x0, 4 * 10**8, 1, streamed=True)
+    assert held.memory_bytes > 5e10 and streamed.memory_bytes < 3e8
+    with pytest.raises(mi.InputError, match="of memory"):
+        resources.require_fits(held, 4 * 10**8, 1, None)
+
+
+def test_a_killed_run_resumes_on_the_disk_that_held_it(capsys, tmp_path, monkeypatch):
+    """Issue 31.8: the disk a resumed run needs counts its own file and segments as
+    space it has (they are replaced); a disk too small is told how much to free, not
+    to save fewer samples (which would be another run)."""
+    from mechint.runfile import segment_dir
+
+    out = tmp_path / "k.nc"
+    argv = [*_replace("--steps", "20000"), "--save-every", "1", "--quiet", "--out", str(out)]
+    from mechint.runfile import RunFile
+
+    top = mi.systems.EulerTop((2.0, 1.0, 0.6667))
+    writer = RunFile(out, top, mi.integrators.Kahan(), 0.01, 1, 20000, "float64", every=0.0)
+    mi.simulate(
+        top,
+        mi.integrators.Kahan(),
+        [0.45, 0.0, 0.89],
+        0.01,
+        15000,
+        1,
+        keep=False,
+        on_chunk=writer.append,
+        chunk_steps=2000,
+    )  # fmt: skip  (killed: never closed)
+    on_disk = out.stat().st_size + sum(p.stat().st_size for p in segment_dir(out).glob("*.npz"))
+    final = 20001 * 48
+    # free space: what the finished run needs (twice its file, with the 0.8 share) less
+    # what the killed run holds, and a little more
+    _machine(monkeypatch, memory=8e9, disk=(2 * final) / 0.8 - on_disk + 4096)
+    code, _, err = _run([*argv, "--resume"], capsys)
+    assert code == 0, err
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert ds.attrs["complete"] == 1 and ds.sizes["time"] == 20001
+    # without the killed run's own bytes, the same disk would not do
+    _machine(monkeypatch, memory=8e9, disk=(2 * final) / 0.8 - on_disk - 4096)
+    writer = RunFile(out, top, mi.integrators.Kahan(), 0.01, 1, 20000, "float64", every=0.0)
+    mi.simulate(top, mi.integrators.Kahan(), [0.45, 0.0, 0.89], 0.01, 15000, 1, keep=False,
+                on_chunk=writer.append, chunk_steps=2000)  # fmt: skip
+    on_disk2 = out.stat().st_size + sum(p.stat().st_size for p in segment_dir(out).glob("*.npz"))
+    _machine(monkeypatch, memory=8e9, disk=(2 * final) / 0.8 - on_disk2 - 4096)
+    code, _, err = _run([*argv, "--resume"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "--resume" in err and "free" in err, err
 
 
 def test_default_save_every_keeps_the_file_small_and_says_so(tmp_path, capsys):

@@ -6,15 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-import jax
-import numpy as np
-
 from mechint import _validate, integrators, io, resources
 from mechint.cli import guard, model, parsing
-from mechint.errors import InputError, StepFailure
-from mechint.integrators.compensated import Compensated
-from mechint.integrators.oriented import Oriented
-from mechint.runfile import Resumed, RunFile
+from mechint.errors import StepFailure
+from mechint.maps import Wrapper, unwrap_all
+from mechint.plan import Plan, make_plan
+from mechint.runfile import RunFile, segment_dir
 from mechint.simulate import simulate
 
 
@@ -89,8 +86,15 @@ def auto_save_every(steps: int) -> int:
     return _validate.divisor_near(steps, -(-steps // AUTO_SAMPLES), at_least=True)
 
 
-def prepare(args: argparse.Namespace):
-    """Validate every input before any work; returns what ``simulate`` needs."""
+# the options that name a run's parameters (errors of the plan name these)
+OPTIONS = {"h": "--h", "steps": "--steps", "save_every": "--save-every", "dtype": "--dtype",
+           "orientation": "--orientation", "integrator": "--integrator",
+           "compensation": "--resume"}  # fmt: skip
+
+
+def prepare(args: argparse.Namespace) -> tuple[Plan, Path, Path | None]:
+    """Validate every input before any work: the run's plan (``plan.make_plan``, shared
+    with ``simulate``), --out and --plot."""
     from mechint.plot import FIGURE_FORMATS  # matplotlib only when a command draws
 
     model.relabel("--integrator", integrators.get, args.integrator)  # an unknown name first
@@ -105,26 +109,25 @@ def prepare(args: argparse.Namespace):
             print(f"saving every {save_every} steps ({steps // save_every + 1} samples; "
                   "--save-every to choose)", file=sys.stderr)  # fmt: skip
     else:
-        save_every = model.relabel(
-            "--save-every",
-            _validate.save_every,
-            steps,
-            parsing.whole("--save-every", args.save_every),
-        )
+        save_every = parsing.whole("--save-every", args.save_every)
     model.check_serves(integrator, system)
-    if g0 is not None:
-        model.relabel("--orientation", Oriented, integrator)
-        batched = system.validate_state(x0)[1]
-        batch = len(x0[0]) if batched else 1
-        g0 = model.relabel("--orientation", Oriented.initial, system, g0, batched, batch)
+    plan = make_plan(system, integrator, x0, h, steps, save_every, dtype=args.dtype,
+                     orientation=g0, compensated=args.compensated, names=OPTIONS)  # fmt: skip
     out = io.check_writable(args.out, "--out")
     plot = io.check_writable(args.plot, "--plot", FIGURE_FORMATS) if args.plot else None
-    dtype = model.relabel("--dtype", _validate.real_dtype, args.dtype)
-    estimate = resources.footprint(system, x0, steps, save_every, dtype=dtype,
-                                   orientation=g0 is not None,
-                                   csv=out.suffix.lower() == ".csv")  # fmt: skip
-    resources.require_fits(estimate, steps, save_every, out)
-    return system, integrator, (x0, g0), h, steps, save_every, out, plot
+    estimate = resources.footprint(plan.system, x0, steps, plan.save_every, dtype=plan.dtype,
+                                   orientation=g0 is not None, csv=out.suffix.lower() == ".csv",
+                                   streamed=True)  # fmt: skip
+    # a resumed run replaces what is on disk: its file and segments are space it has
+    resources.require_fits(estimate, steps, plan.save_every, out,
+                           replaces=_on_disk(out) if args.resume else 0)  # fmt: skip
+    return plan, out, plot
+
+
+def _on_disk(out: Path) -> int:
+    """Bytes of --out and its segments."""
+    paths = [out, *(segment_dir(out).glob("*.npz") if segment_dir(out).is_dir() else [])]
+    return sum(p.stat().st_size for p in paths if p.is_file())
 
 
 # Body-steps per chunk of a written run at most: what its memory holds (a fast explicit
@@ -133,48 +136,40 @@ _CHECKPOINT_CHUNK = 1 << 20
 
 
 def handle(args: argparse.Namespace) -> int:
-    system, integrator, (x0, g0), h, steps, save_every, out, plot = prepare(args)
+    plan, out, plot = prepare(args)
     every = parsing.nonnegative_float("--checkpoint-every", args.checkpoint_every)
     with guard.exclusive(out):
         if not args.resume and not args.overwrite:
             guard.keep_unfinished(out)
-        return _run(args, system, integrator, x0, g0, h, steps, save_every, out, plot, every)
+        return _run(args, plan, out, plot, every)
 
 
-def _run(args, system, integrator, x0, g0, h, steps, save_every, out, plot, every) -> int:
-    resumed = (
-        _resume(args, system, integrator, x0, g0, h, steps, save_every, out)
-        if args.resume
-        else None
-    )
-    start, todo, t0 = x0, steps, 0.0
+def _run(args, plan: Plan, out: Path, plot: Path | None, every: float) -> int:
+    system, steps, save_every, h = plan.system, plan.steps, plan.save_every, plan.h
+    x0, extras = unwrap_all(plan.integrator, plan.x0)
+    g0 = extras.get("orientation")
+    record = io.run_record(system, plan.recorded, h, save_every, steps, plan.dtype)
+    resumed = RunFile.resume(out, system, record, x0, g0) if args.resume else None
+    start, todo, t0, e0 = x0, steps, 0.0, None
     if resumed is not None:
         done = (resumed.samples - 1) * save_every
-        fields = len(system.state_fields)
-        last = [_drop_time(a, batched=_batched(system, resumed)) for a in resumed.last]
-        start = last[0] if fields == 1 else tuple(last[:fields])
-        g0 = last[fields] if len(last) > fields else None
+        start, g0, e0 = resumed.start(system)
         todo, t0 = steps - done, resumed.t0 + h * (save_every * (resumed.samples - 1))
-    recorded = Compensated(integrator) if args.compensated else integrator
-    writer = RunFile(out, system, recorded, h, save_every, steps, args.dtype,
+    writer = RunFile(out, system, plan.recorded, h, save_every, steps, plan.dtype,
                      every=every, resumed=resumed)  # fmt: skip
     if todo == 0:
         writer.close()
         print(f"{out} is already complete ({steps} steps)")
         return 0
+    base = unwrap_integrator(plan.integrator)
     with guard.stop_on_signals() as stop:
-
-        def on_chunk(chunk) -> None:
-            writer.append(chunk)
-            stop.check()  # a signal arrived: end here, with this chunk written
-
         try:
             traj = simulate(
-                system, integrator, start, h, todo, save_every, t0=t0,
-                progress=not args.quiet, orientation=g0, on_chunk=on_chunk,
-                chunk_steps=_CHECKPOINT_CHUNK, chunk_seconds=_chunk_seconds(every),
-                dtype=args.dtype, keep=False,
-                compensated=args.compensated,
+                system, base, start, h, todo, save_every, t0=t0,
+                progress=not args.quiet, orientation=g0, on_chunk=writer.append,
+                interrupt=stop.check, chunk_steps=_CHECKPOINT_CHUNK,
+                chunk_seconds=_chunk_seconds(every), dtype=plan.dtype, keep=False,
+                compensated=args.compensated, compensation=e0,
             )  # fmt: skip
             writer.close()
             stop.check()  # a signal during the last chunk: the run is complete, and says so
@@ -183,101 +178,41 @@ def _run(args, system, integrator, x0, g0, h, steps, save_every, out, plot, ever
                 writer.append(exc.trajectory)
             writer.close(stopped=True)
             exc.trajectory = None
-            exc.args = (f"{exc.args[0]}; the samples before it are written to {out}",)
+            exc.args = (f"{exc.args[0]}; the samples before it and the failure are written "
+                        f"to {out}",)  # fmt: skip
             raise
         except KeyboardInterrupt:
             writer.close(stopped=True)
             held = f"{out} holds {writer.on_file} of {steps} steps"
             if writer.segments:
                 held += f" (steps up to {writer.steps} are in {writer.dir.name} beside it)"
-            rest = "" if writer.steps >= steps else "; continue with --resume"
+            rest = ""
+            if writer.steps < steps:
+                rest = ("; CSV runs cannot be continued: write .nc to resume" if writer.csv
+                        else "; continue with --resume")  # fmt: skip
             print(f"interrupted: {held}{rest}", file=sys.stderr)
             raise
     if plot is not None:
         from mechint.plot import trajectory_figure
 
-        drawn = RunFile.trajectory(out, system, integrator)
+        drawn = RunFile.trajectory(out, system, plan.recorded)
         trajectory_figure(drawn).savefig(plot, dpi=130)
     if not args.quiet:
         _summary(traj, writer, plot)
     return 0
 
 
+def unwrap_integrator(integrator):
+    """The map inside every wrapper (the plan's wrappers are made again by ``simulate``)."""
+    while isinstance(integrator, Wrapper):
+        integrator = integrator.base
+    return integrator
+
+
 def _chunk_seconds(every: float) -> float:
     """How long a chunk of steps should take: short enough that progress shows and the
     checkpoints come on time (--checkpoint-every), at most a second, at least 50 ms."""
     return min(1.0, max(0.05, every)) if every > 0 else 1.0
-
-
-def _batched(system, resumed) -> bool:
-    return np.ndim(resumed.first[0]) == len(system.state_shape) + 2
-
-
-def _drop_time(a, batched: bool):
-    """One sample's array (time axis of length 1 removed)."""
-    return np.take(np.asarray(a), 0, axis=1 if batched else 0)
-
-
-def _resume(args, system, integrator, x0, g0, h, steps, save_every, out) -> Resumed:
-    """The run on file at ``out`` (and its segments) if it is this run's beginning,
-    untouched since it was written, else InputError (the files are left as they are)."""
-    if out.suffix.lower() != ".nc" or not out.is_file():
-        raise InputError("--resume", f"needs an existing NetCDF (.nc) file at --out, {str(out)!r}")
-    try:
-        resumed = RunFile.read(out, system)
-    except (OSError, KeyError, ValueError, TypeError) as exc:
-        raise InputError(
-            "--resume", f"cannot read a mechint run from {str(out)!r}: {exc}"
-        ) from None
-    attrs = resumed.attrs
-    name = repr(str(out))
-    if "checksum" not in attrs:
-        raise InputError("--resume", f"{name} has no checksum (written before mechint 0.1.0 "
-                         "recorded one), so its data cannot be trusted to continue",
-                         "run it again without --resume (--overwrite)")  # fmt: skip
-    if not str(attrs["checksum"]).startswith(io.CHECKSUM_SCHEME):
-        raise InputError("--resume", f"{name} was written by an older mechint, whose checksum "
-                         "this version does not compute", "run it again without --resume "
-                         "(--overwrite)")  # fmt: skip
-    if attrs["checksum"] != resumed.found:
-        raise InputError("--resume", f"{name} was changed after it was written (its data or "
-                         "record disagree with its checksum)", "run it again without --resume "
-                         "(--overwrite)")  # fmt: skip
-    # the whole run record: system, parameters, the integrator and every setting, h,
-    # save_every, steps, dtype (the initial state and attitude are compared below)
-    recorded = Compensated(integrator) if args.compensated else integrator
-    want = io.run_record(system, recorded, h, save_every, steps, args.dtype)
-    for key, value in want.items():
-        if attrs.get(key) != value:
-            raise InputError(
-                "--resume",
-                f"{name} was written by another run ({key} = {attrs.get(key)!r}, "
-                f"this run: {value!r})",
-                "give the same options as the interrupted run",
-            )
-    done = int(attrs["steps"])
-    if done % save_every or resumed.merged != done // save_every + 1:
-        raise InputError("--resume", f"{name} holds {resumed.merged} samples, which is not "
-                         f"{done} steps saved every {save_every}")  # fmt: skip
-    batched = _batched(system, resumed)
-    fields = len(system.state_fields)
-    first = [_drop_time(a, batched) for a in resumed.first]
-    same = (
-        np.array_equal(a, np.asarray(b, a.dtype))
-        for a, b in zip(first[:fields], _leaves(x0), strict=True)
-    )
-    if not all(same):
-        raise InputError("--resume", f"{name} starts from another initial state")
-    has_g = len(first) > fields
-    if (g0 is None) == has_g or (
-        g0 is not None and not np.array_equal(first[fields], np.asarray(g0))
-    ):
-        raise InputError("--resume", f"{name} starts from another attitude (--orientation)")
-    return resumed
-
-
-def _leaves(x):
-    return [np.asarray(a) for a in jax.tree.leaves(x)]
 
 
 def _summary(traj, writer: RunFile, plot: Path | None) -> None:

@@ -21,28 +21,43 @@ import dataclasses
 from typing import ClassVar, final
 
 import jax
+import numpy as np
 
+from mechint import _validate
 from mechint.errors import InputError
-from mechint.maps import Integrator, StepStatus, Traits
+from mechint.maps import Integrator, StepStatus, Wrapper
 
 
 @final
 @dataclasses.dataclass(frozen=True)
-class Compensated(Integrator):
+class Compensated(Wrapper):
     base: Integrator
 
     name: ClassVar[str] = "compensated"
+    extra: ClassVar[str] = "compensation"
+    recorded: ClassVar[bool] = True
 
     def __post_init__(self):
         if not isinstance(self.base, Integrator):
             raise InputError("base", f"{self.base!r} is not a mechint integrator")
 
-    @property
-    def traits(self) -> Traits:  # type: ignore[override]
-        return self.base.traits
-
-    def cannot_serve(self, system) -> str | None:
-        return self.base.cannot_serve(system)
+    def start(self, system, x0, given, batched: bool, batch: int):
+        """The correction e0: zero, or ``given`` (a resumed run's last correction),
+        shaped and typed like the state."""
+        if given is None:
+            return jax.tree.map(np.zeros_like, x0)
+        leaves, treedef = jax.tree.flatten(x0)
+        got = jax.tree.leaves(given)
+        if len(got) != len(leaves):
+            raise InputError("compensation", f"expected {len(leaves)} arrays, got {len(got)}")
+        out = []
+        for a, e in zip(leaves, got, strict=True):
+            e = _validate.real_array("compensation", e)
+            if np.shape(e) != np.shape(a):
+                raise InputError("compensation", f"expected shape {np.shape(a)}, got "
+                                 f"{np.shape(e)}")  # fmt: skip
+            out.append(np.asarray(e, dtype=np.asarray(a).dtype))
+        return jax.tree.unflatten(treedef, out)
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
         state, e = x
@@ -51,6 +66,3 @@ class Compensated(Integrator):
         new = jax.tree.map(lambda u, v: u + v, state, a)
         e = jax.tree.map(lambda u, w, v: (u - w) + v, state, new, a)
         return (new, e), st
-
-    def preserved(self, system, x, h) -> dict:
-        return self.base.preserved(system, x[0], h)

@@ -19,7 +19,7 @@ from mechint import _validate
 from mechint.errors import InputError
 from mechint.integrators.discrete_lagrangian import BodyRotationMap
 from mechint.lie import orthonormalize
-from mechint.maps import Integrator, StepStatus, Traits
+from mechint.maps import Integrator, StepStatus, Wrapper
 from mechint.solvers.linear import matmul
 from mechint.systems.euler_top import EulerTop
 from mechint.systems.rigid import Body
@@ -27,10 +27,12 @@ from mechint.systems.rigid import Body
 
 @final
 @dataclasses.dataclass(frozen=True)
-class Oriented(Integrator):
+class Oriented(Wrapper):
     base: Integrator
 
     name: ClassVar[str] = "oriented"
+    extra: ClassVar[str] = "orientation"
+    recorded: ClassVar[bool] = False
 
     def __post_init__(self):
         if not isinstance(self.base, BodyRotationMap):
@@ -40,13 +42,6 @@ class Oriented(Integrator):
                 "use mechint.integrators.DiscreteLagrangian(), or leave orientation out",
             )
 
-    @property
-    def traits(self) -> Traits:  # type: ignore[override]
-        return self.base.traits
-
-    def cannot_serve(self, system) -> str | None:
-        return self.base.cannot_serve(system)
-
     def step(self, system, x, h) -> tuple[object, StepStatus]:
         base = self.base
         assert isinstance(base, BodyRotationMap)
@@ -54,8 +49,9 @@ class Oriented(Integrator):
         state, W, st = base.step_with_rotation(system, state, h)
         return (state, orthonormalize(matmul(g, W))), st
 
-    def preserved(self, system, x, h) -> dict:
-        return self.base.preserved(system, x[0], h)
+    def start(self, system, x0, given, batched: bool, batch: int) -> np.ndarray:
+        """The initial attitude: ``given`` (one for all members, or one each) validated."""
+        return self.initial(system, given, batched, batch)
 
     @staticmethod
     def initial(system: Body | EulerTop, g0, batched: bool, batch: int) -> np.ndarray:

@@ -1,0 +1,147 @@
+"""A run's plan: every input of a run validated once, in one place.
+
+``make_plan`` checks the system, the integrator (and that it serves the system), the
+initial state, the step, the step count and save interval, the time origin, the dtype
+and the wrappers a run asks for (the attitude carried along, compensated summation and
+its starting correction), before any work.  ``simulate``, ``mechint run`` (which names
+the parameters by their options, ``names=``) and, for concrete input, ``integrate``
+take their inputs from it, so one input is judged the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mechint import _validate
+from mechint.errors import InputError
+from mechint.maps import Integrator, Wrapper, recorded, require_serves
+from mechint.systems.base import System
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """A validated run: ``integrator`` is the map that runs (wrapped as asked),
+    ``x0`` its state (NumPy, extended by the wrappers), ``system`` cast to ``dtype``."""
+
+    system: System
+    integrator: Integrator
+    x0: Any
+    batched: bool
+    batch: int
+    h: float
+    t0: float
+    steps: int
+    save_every: int
+    dtype: str
+
+    @property
+    def n_saves(self) -> int:
+        return self.steps // self.save_every
+
+    @property
+    def recorded(self) -> Integrator:
+        """The integrator as the run's record names it (``maps.recorded``)."""
+        return recorded(self.integrator)
+
+    @property
+    def numbers(self) -> int:
+        """Numbers in one saved sample (all members, wrappers' parts included)."""
+        return sum(int(np.size(a)) for a in jax.tree.leaves(self.x0))
+
+
+def check_system(system) -> System:
+    """``system`` if it is a mechint system, else ``InputError``."""
+    if isinstance(system, type) and issubclass(system, System):
+        raise InputError(
+            "system",
+            f"got the class {system.__name__}, not a system",
+            f"make one: {system.__name__}(...) with its parameters",
+        )
+    if not isinstance(system, System):
+        raise InputError(
+            "system",
+            f"{type(system).__name__} is not a mechint system",
+            "use one of mechint.systems, or subclass mechint.systems.System",
+        )
+    return system
+
+
+def check_integrator(integrator) -> Integrator:
+    """``integrator`` if it is a mechint integrator, else ``InputError``."""
+    if isinstance(integrator, type) and issubclass(integrator, Integrator):
+        raise InputError(
+            "integrator",
+            f"got the class {integrator.__name__}, not an integrator",
+            f"make one: {integrator.__name__}()",
+        )
+    if not isinstance(integrator, Integrator):
+        raise InputError(
+            "integrator",
+            f"{integrator!r} is not a mechint integrator",
+            "pass an instance, e.g. mechint.integrators.Kahan() (user maps subclass "
+            "mechint.integrators.Integrator)",
+        )
+    return integrator
+
+
+def make_plan(
+    system,
+    integrator,
+    x0,
+    h,
+    steps,
+    save_every=1,
+    *,
+    t0=0.0,
+    dtype="float64",
+    orientation=None,
+    compensated: bool = False,
+    compensation=None,
+    names: dict[str, str] | None = None,
+) -> Plan:
+    """The plan of a run (see the module docstring); ``InputError`` naming the
+    parameter (as ``names`` renames it, e.g. ``{"h": "--h"}``) on bad input."""
+    try:
+        return _make_plan(system, integrator, x0, h, steps, save_every, t0, dtype,
+                          orientation, compensated, compensation)  # fmt: skip
+    except InputError as exc:
+        if names and exc.parameter in names:
+            raise type(exc)(names[exc.parameter], exc.problem, exc.fix) from None
+        raise
+
+
+def _make_plan(system, integrator, x0, h, steps, save_every, t0, dtype, orientation,
+               compensated, compensation) -> Plan:  # fmt: skip
+    from mechint.integrators.compensated import Compensated
+    from mechint.integrators.oriented import Oriented
+
+    system = check_system(system)
+    integrator = check_integrator(integrator)
+    require_serves(integrator, system)
+    x0_np, batched = system.validate_state(x0, "x0")
+    h = float(_validate.step_size(h))
+    steps = _validate.count("steps", steps)
+    save_every = _validate.save_every(steps, save_every)
+    t0 = float(_validate.real_array("t0", t0, ()))
+    dtype = _validate.real_dtype(dtype)
+    if compensation is not None and not compensated:
+        raise InputError("compensation", "a starting correction needs compensated=True")
+    batch = jax.tree.leaves(x0_np)[0].shape[0] if batched else 1
+    layers: list[tuple[type[Wrapper], Any]] = []
+    if orientation is not None:
+        layers.append((Oriented, orientation))
+    if compensated:
+        layers.append((Compensated, compensation))
+    for cls, given in layers:
+        integrator = cls(integrator)  # pyright: ignore[reportCallIssue]
+        x0_np = integrator.wrap(x0_np, integrator.start(system, x0_np, given, batched, batch))
+    real = jnp.dtype(dtype)
+    if real != jnp.float64:
+        system = jax.tree.map(lambda a: jnp.asarray(a, dtype=real), system)
+    x0_np = jax.tree.map(lambda a: np.asarray(a, dtype=real), x0_np)
+    return Plan(system, integrator, x0_np, batched, batch, h, t0, steps, save_every, dtype)
