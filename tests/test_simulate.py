@@ -1,4 +1,5 @@
 import dataclasses
+import itertools
 from typing import ClassVar
 
 import jax
@@ -37,24 +38,98 @@ def test_chunked_run_equals_one_chunk(top, m0, monkeypatch):
     assert np.array_equal(whole.x, chunked.x)
 
 
-def test_chunks_sized_by_time_give_the_same_states_with_one_compile(top, m0):
-    """chunk_seconds: a short first chunk, then chunks sized from its rate; the states
-    equal the run in one chunk, every chunk runs one compiled program."""
+class _Clock:
+    """An injected clock: each compiled call appears to take ``per_call(i)`` seconds."""
+
+    def __init__(self, per_call):
+        self.now, self.reads, self.per_call = 0.0, 0, per_call
+
+    def __call__(self) -> float:
+        self.reads += 1
+        if self.reads % 2 == 1:  # a call begins (the driver reads the clock twice a call)
+            self.now += self.per_call(self.reads // 2)
+        return self.now
+
+
+@pytest.mark.parametrize(
+    ("machine", "per_call"),
+    [
+        ("steady", lambda i: 1e-3),
+        ("busy", lambda i: 50.0 if i % 3 else 1e-4),  # rates jumping by 10^5
+        ("stalled", lambda i: 1e4),  # every call slow as if the machine were swapping
+    ],
+)
+def test_chunks_sized_by_time_give_the_same_states_with_one_compile(
+    top, m0, machine, per_call, monkeypatch
+):
+    """Issue 31.7: chunk_seconds with an injected clock (not the wall clock): a short
+    first chunk, then chunks sized from the measured rate, damped (at most 4 times
+    longer, half as long, as the one before) and floored at the first chunk's length, so
+    that a busy or stalled machine cannot break the run into thousands of calls; the
+    states equal the run in one chunk, every chunk runs one compiled program."""
+    import sys
+
     from mechint.simulate import _advance
 
     whole = mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 200_000, 10)
+    monkeypatch.setattr(sys.modules["mechint.simulate"], "_clock", _Clock(per_call))
     before = _advance._cache_size()
     chunks = []
     last = mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 200_000, 10, keep=False,
                        chunk_steps=100_000, chunk_seconds=2e-3, on_chunk=chunks.append)  # fmt: skip
     sizes = [len(c.t) for c in chunks]
+    sizes[0] -= 1  # x0
     assert np.array_equal(whole.x, np.concatenate([c.x for c in chunks]))
-    timed = last
-    assert len(sizes) > 3 and sizes[0] <= 1 + 10_000 // 256 < max(sizes) // 2  # short, then longer
+    first = 10_000 // 256  # saves per chunk at most (10^4), over 256
+    assert sizes[0] == first and min(sizes[:-1]) >= first, sizes
+    for a, b in itertools.pairwise(sizes[:-1]):  # the last chunk is what is left
+        assert a / 2 <= b <= 4 * a, (a, b)
+    assert last.stats["calls"] == len(chunks) <= 20_000 // first + 1
+    if machine == "steady":  # 1 ms per call, 2 ms wanted: the chunks grow
+        assert max(sizes) >= 2 * first
     assert _advance._cache_size() - before <= 1
-    assert timed.stats["compile_time"] <= timed.stats["wall_time"]
+    assert last.stats["compile_time"] <= last.stats["wall_time"]
     with pytest.raises(mi.InputError, match="chunk_seconds"):
         mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 10, chunk_seconds=0.0)
+
+
+def test_the_chunk_sizer_is_damped_and_floored():
+    """ChunkSizer alone: from any sequence of measured times, sizes stay within
+    [floor, cap] and change by at most 4x up and 2x down from one call to the next."""
+    from mechint.simulate import ChunkSizer
+
+    rng = np.random.default_rng(7)
+    sizer = ChunkSizer(first=40, cap=10_000, seconds=0.5)
+    sizes = [sizer.size]
+    for _ in range(500):
+        spent = float(10.0 ** rng.uniform(-6, 3))
+        sizes.append(sizer.next(sizes[-1], spent))
+    sizes = np.asarray(sizes)
+    assert sizes.min() >= 40 and sizes.max() <= 10_000
+    ratio = sizes[1:] / sizes[:-1]
+    assert ratio.max() <= 4 and ratio.min() >= 0.5 - 1e-12
+    assert ChunkSizer(first=40, cap=10_000, seconds=None).next(1, 1e9) == 10_000
+
+
+def test_a_long_save_interval_runs_in_pieces(top, m0):
+    """Issue 31.6: a save interval longer than a call's budget is run in pieces (each a
+    call of at most ``chunk_steps`` body-steps, ``interrupt`` called between them): the
+    same states, and an exception from ``interrupt`` stops the run between pieces."""
+    whole = mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 60_000, 20_000)
+    pieces = mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 60_000, 20_000, chunk_steps=3000)
+    assert np.array_equal(whole.x, pieces.x)
+    assert pieces.stats["calls"] == 3 * 7 and whole.stats["calls"] == 1
+    calls = []
+
+    def interrupt():
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 60_000, 20_000, chunk_steps=3000,
+                    interrupt=interrupt)  # fmt: skip
+    assert len(calls) == 4
 
 
 def test_classes_for_instances_and_a_one_line_repr(top, m0):

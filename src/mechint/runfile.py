@@ -142,7 +142,8 @@ class RunFile:
         self.pending.append({"arrays": arrays, "count": n})
         self.samples += n
         big = sum(int(np.size(a)) for p in self.pending for a in p["arrays"].values())
-        if time.monotonic() - self.last_write >= self.every or big > SLICE_NUMBERS:
+        first = self.merged == 0 and not self.segments  # --out exists from the first chunk
+        if first or time.monotonic() - self.last_write >= self.every or big > SLICE_NUMBERS:
             self.checkpoint()
 
     def checkpoint(self, merge: bool = False) -> None:
@@ -430,12 +431,13 @@ def _dims_shape(block, dims) -> tuple:
 
 
 def _worst(worst: dict, values: dict, inv0: dict) -> None:
-    for k, v in values.items():
-        if k not in inv0:
-            continue
-        ref = inv0[k]
-        err = np.abs(v - ref) / np.where(np.abs(ref) > 0, np.abs(ref), 1.0)
-        worst[k] = max(worst.get(k, 0.0), float(np.max(err)) if err.size else 0.0)
+    """The largest relative error of each invariant so far (``diagnostics.errors``; a
+    failed member's NaN samples are not counted: its failure is recorded apart)."""
+    from mechint.diagnostics.invariants import errors
+
+    for k, err in errors(values, inv0).items():
+        finite = err[np.isfinite(err)]
+        worst[k] = max(worst.get(k, 0.0), float(np.max(finite)) if finite.size else 0.0)
 
 
 def _take(a, s: slice, axis: int):

@@ -130,7 +130,7 @@ class ChunkSizer:
         if self.seconds is None:
             return self.size
         target = done / max(spent, 1e-9) * self.seconds
-        damped = min(max(target, self.size / 2), 4.0 * self.size)
+        damped = min(max(target, -(-self.size // 2)), 4 * self.size)
         self.size = int(min(self.cap, max(self.floor, damped)))
         return self.size
 
@@ -271,6 +271,11 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
     )  # fmt: skip
     handed, last = 0, None  # samples handed to on_chunk and forgotten (keep=False)
     calls, done, into = 0, 0, 0  # compiled calls; saves done; steps into the next save
+    if not whole and not keep:  # the first sample will be long in coming: hand x0 now
+        part = _trajectory(plan, samples, carry, steps=0)
+        handed, samples, last = 1, [], samples[0]
+        if on_chunk is not None:
+            on_chunk(part)
     try:
         while done < n_saves:
             if whole:

@@ -125,10 +125,15 @@ def test_resume_compares_every_integrator_setting(tmp_path, capsys):
         assert ds.attrs["complete"] == 1 and ds.attrs["steps"] == 1000
 
 
-@pytest.mark.parametrize("tamper", ["last state", "steps attribute", "no checksum"])
+@pytest.mark.parametrize(
+    "tamper",
+    ["last state", "steps attribute", "no checksum", "invariant", "failure record", "residual"],
+)
 def test_resume_refuses_a_file_changed_after_it_was_written(tamper, tmp_path, capsys):
     """Issue 18.4: the checksum of the record and the data, kept in the file, is checked
-    before a run continues: an edited state or attribute is refused, the file untouched."""
+    before a run continues: an edited state or attribute is refused, the file untouched.
+    Issue 31.3: the checksum covers every variable --resume keeps: an invariant (H[0])
+    and the failure record too."""
     import h5netcdf
 
     out = _unfinished(tmp_path / "kahan.nc", mi.integrators.Kahan())
@@ -136,6 +141,13 @@ def test_resume_refuses_a_file_changed_after_it_was_written(tamper, tmp_path, ca
         if tamper == "last state":
             m = fh.variables["m"]
             m[-1, 0] = np.nextafter(m[-1, 0], 1.0)  # one ulp
+        elif tamper == "invariant":
+            H = fh.variables["H"]
+            H[0] = np.nextafter(H[0], 1.0)
+        elif tamper == "failure record":
+            fh.variables["reason"][...] = np.asarray("singular", dtype=object)
+        elif tamper == "residual":
+            fh.variables["residual"][...] = 1e-3
         elif tamper == "steps attribute":
             fh.attrs["steps"] = 500
         else:
@@ -171,3 +183,82 @@ def test_one_writer_per_file_and_an_unfinished_run_is_kept(tmp_path, capsys):
     assert not (tmp_path / ".kahan.nc.lock").exists()
     code, _, err = invoke(kahan, capsys)  # a complete run may be replaced
     assert code == 0, err
+
+
+def test_a_compensated_run_resumes_bit_for_bit(tmp_path, capsys):
+    """Issue 31.4: the compensation term of the last sample is saved in the file (and
+    its segments) and a resumed --compensated run starts from it: the file equals the
+    uninterrupted run's, every variable bit for bit (the midpoint rule on the Euler top
+    and on Kepler, 30,000 steps; killed after 17,000)."""
+    from mechint.runfile import RunFile
+
+    cases = [
+        (["--system", "euler-top", "--inertia", "2,1,0.6667", "--x0", "0.45,0,0.89"],
+         mi.systems.EulerTop((2.0, 1.0, 0.6667)), [0.45, 0.0, 0.89]),
+        (["--system", "kepler", "--eccentricity", "0.5"], mi.systems.Kepler(),
+         mi.systems.Kepler().periapsis_state(0.5)),
+    ]  # fmt: skip
+    midpoint = mi.integrators.ImplicitMidpoint()
+    for options, system, x0 in cases:
+        argv = ["run", *options, "--integrator", "midpoint", "--h", "0.05", "--steps", "30000",
+                "--save-every", "10", "--compensated", "--quiet"]  # fmt: skip
+        whole, part = tmp_path / "whole.nc", tmp_path / "part.nc"
+        code, _, err = invoke([*argv, "--out", str(whole)], capsys)
+        assert code == 0, err
+        recorded = mi.integrators.Compensated(midpoint)
+        writer = RunFile(part, system, recorded, 0.05, 10, 30000, "float64", every=0.0)
+        mi.simulate(
+            system,
+            midpoint,
+            x0,
+            0.05,
+            17000,
+            10,
+            keep=False,
+            compensated=True,
+            on_chunk=writer.append,
+            chunk_steps=3000,
+        )  # fmt: skip  (killed: not closed)
+        assert writer.segments  # some samples only in segments
+        code, _, err = invoke([*argv, "--out", str(part), "--resume"], capsys)
+        assert code == 0, err
+        a, b = _open(whole), _open(part)
+        assert set(a.variables) == set(b.variables)
+        assert any(k.endswith("_compensation") for k in a.variables)
+        for k in a.variables:
+            assert np.array_equal(a[k].values, b[k].values), k
+        assert a.attrs["checksum"] == b.attrs["checksum"]
+        whole.unlink()
+        part.unlink()
+
+
+def test_a_long_save_interval_still_stops_within_a_second_of_a_signal(tmp_path):
+    """Issue 31.6: a run whose one save interval is 10^11 steps (hours) is run in calls
+    of at most about a second, so SIGINT and SIGTERM end it within a second or so, with
+    its file holding x0 (complete = 0) and exit 130."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        out = tmp_path / f"long{int(sig)}.nc"
+        argv = [*ARGS, "--out", str(out)]
+        argv[argv.index("--steps") + 1] = "100000000000"
+        argv[argv.index("--save-every") + 1] = "100000000000"
+        argv.remove("--checkpoint-every")
+        argv.remove("0")
+
+        def child():
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+        proc = subprocess.Popen([sys.executable, "-m", "mechint", *argv], stderr=subprocess.PIPE,
+                                text=True, preexec_fn=child)  # fmt: skip
+        deadline = time.monotonic() + 120
+        while not out.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        assert out.exists(), proc.stderr.read() if proc.poll() is not None else "no file"
+        time.sleep(1.0)  # well inside the interval's calls
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        proc.wait(timeout=60)
+        waited = time.monotonic() - sent
+        assert proc.returncode == 130, proc.stderr.read()
+        assert waited < 3.0, waited  # calls of <= 1 s (--checkpoint-every 1), and the exit
+        ds = _open(out)
+        assert ds.attrs["complete"] == 0 and ds.sizes["time"] == 1

@@ -1,3 +1,4 @@
+import json
 import subprocess
 import sys
 
@@ -144,6 +145,44 @@ def test_failed_run_keeps_samples_and_exits_1(tmp_path, capsys):
     assert "step 4576 failed" in stderr and "written to" in stderr
     with xr.open_dataset(out, engine="h5netcdf") as ds:
         assert ds.sizes["time"] == 458 and np.all(np.isfinite(ds["m"].values))
+        assert int(ds["failed_step"]) == 4576 and str(ds["reason"].values) == "non-finite"
+
+
+@pytest.mark.parametrize("suffix", [".nc", ".csv"])
+@pytest.mark.parametrize(
+    ("changes", "failed", "samples"),
+    [
+        ({"--x0": "0.45,0,0.89;1e200,1e200,1e200", "--h": "0.1"}, [-1, 1], 1),
+        ({"--integrator": "explicit-euler", "--h": "0.5"}, 58, 58),
+    ],
+    ids=["batch-kahan", "euler-h0.5"],
+)
+def test_a_failed_run_records_its_failure_in_its_file(suffix, changes, failed, samples, tmp_path,
+                                                       capsys):  # fmt: skip
+    """Issue 31.2: a run that fails at a step exits 1, and its file says which member
+    failed, where and why (NetCDF variables; the CSV's sidecar), with the samples before
+    the failure; the file is checksummed with the failure, and is not continued."""
+    out = tmp_path / f"fail{suffix}"
+    argv = [*BASE, "--out", str(out), "--quiet"]
+    for option, value in changes.items():
+        argv[argv.index(option) + 1] = value
+    argv[argv.index("--save-every") + 1] = "1"
+    code, _, err = _run(argv, capsys)
+    assert code == 1, err
+    if suffix == ".nc":
+        with xr.open_dataset(out, engine="h5netcdf") as ds:
+            got, reason = ds["failed_step"].values, ds["reason"].values.astype(str)
+            held = ds.sizes["time"]
+    else:
+        record = json.loads(mi.io.csv_metadata_path(out).read_text())["mechint"]
+        got, reason = np.asarray(record["failed_step"]), np.asarray(record["reason"])
+        held = len(np.unique(read_csv(out)["t"]))
+    assert np.array_equal(got, failed), got
+    assert np.array_equal(reason == "ok", np.asarray(failed) < 0), reason
+    assert held == samples and "failure are written" in err, err
+    if suffix == ".nc":
+        code, _, err = _run([*argv, "--resume"], capsys)
+        assert code == 2 and "failed (at step" in err and err.count("\n") == 1, err
 
 
 def test_entry_point_and_argparse_errors_are_one_line():

@@ -60,12 +60,20 @@ def exclusive(out: Path):
 
 
 def keep_unfinished(out: Path) -> None:
-    """InputError if ``out`` holds an unfinished mechint run (it would be discarded)."""
+    """InputError if ``out`` holds an unfinished mechint run, or segments of a run that
+    its file does not say is complete (they would be discarded)."""
+    from mechint.runfile import segment_dir
+
     attrs = io.saved_attrs(out)
     if attrs is not None and int(attrs.get("complete", 1)) == 0:
         raise InputError("--out", f"{str(out)!r} holds an unfinished run ({attrs.get('steps')} "
                          f"of {attrs.get('steps_requested')} steps)", "continue it with "
                          "--resume, or replace it with --overwrite")  # fmt: skip
+    folder = segment_dir(out)
+    if attrs is None and folder.is_dir() and any(folder.glob("[0-9]*.npz")):
+        raise InputError("--out", f"{str(folder)!r} holds the samples of an unfinished run "
+                         f"that {str(out)!r} does not", "move them away, or replace them "
+                         "with --overwrite")  # fmt: skip
 
 
 @contextlib.contextmanager

@@ -10,14 +10,24 @@ from mechint._compiled import compiled
 
 
 def _errors(values: dict, relative: bool) -> dict[str, np.ndarray]:
+    return errors(values, {k: np.asarray(v)[..., :1] for k, v in values.items()}, relative)
+
+
+def errors(values: dict, reference: dict, relative: bool = True) -> dict[str, np.ndarray]:
+    """|I − I_ref| (relative to |I_ref| unless ``relative=False``, |I_ref| = 0 counting
+    as 1) for every invariant in both ``values`` and ``reference`` (arrays that
+    broadcast): the one home of how mechint measures an invariant's error (diagnostics,
+    and the drift summary of a streamed run, ``runfile``)."""
     out = {}
-    for name, v in values.items():
-        v = np.asarray(v)
-        ref = v[..., :1]
-        err = np.abs(v - ref)
-        if relative:
-            err = err / np.where(np.abs(ref) > 0, np.abs(ref), 1.0)
-        out[name] = err
+    with np.errstate(invalid="ignore", over="ignore"):
+        for name, v in values.items():
+            if name not in reference:
+                continue
+            v, ref = np.asarray(v, dtype=np.float64), np.asarray(reference[name], np.float64)
+            err = np.abs(v - ref)
+            if relative:
+                err = err / np.where(np.abs(ref) > 0, np.abs(ref), 1.0)
+            out[name] = err
     return out
 
 
