@@ -83,7 +83,7 @@ def test_chunks_sized_by_time_give_the_same_states_with_one_compile(
     first = 10_000 // 256  # saves per chunk at most (10^4), over 256
     assert sizes[0] == first and min(sizes[:-1]) >= first, sizes
     for a, b in itertools.pairwise(sizes[:-1]):  # the last chunk is what is left
-        assert a / 2 <= b <= 4 * a, (a, b)
+        assert a / 2 - 1 <= b <= 4 * a + 1, (a, b)  # in steps, rounded to whole saves
     assert last.stats["calls"] == len(chunks) <= 20_000 // first + 1
     if machine == "steady":  # 1 ms per call, 2 ms wanted: the chunks grow
         assert max(sizes) >= 2 * first

@@ -50,6 +50,9 @@ class StepFailure(RuntimeError):
         How many samples the run saved before the failing step in all (more than
         ``trajectory`` holds when earlier chunks were handed to ``on_chunk`` and
         forgotten: ``simulate(..., keep=False)``).
+    failure : dict or None
+        The run's failure record per member, as a file stores it (``failed_step``,
+        ``residual``, ``reason`` labels), also when ``trajectory`` holds no sample.
     """
 
     def __init__(
@@ -62,6 +65,7 @@ class StepFailure(RuntimeError):
         batch_index: int | None = None,
         code: Any = None,
         saved: int | None = None,
+        failure: dict | None = None,
     ):
         self.step = int(step)
         self.residual = float(residual)
@@ -70,6 +74,7 @@ class StepFailure(RuntimeError):
         self.last_state = last_state
         self.batch_index = batch_index
         self.code = code
+        self.failure = failure
         where = "" if batch_index is None else f" (batch member {batch_index})"
         kept = ""
         if trajectory is not None:

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -136,12 +137,12 @@ class Digest:
     whatever its bits (a reader that masks fill values gives back the canonical NaN)."""
 
     def __init__(self):
-        self._arrays: dict[str, tuple[str, object]] = {}
+        self._arrays: dict[str, tuple[str, Any]] = {}
         self._tail: dict[str, str] = {}
 
     def copy(self) -> Digest:
         out = Digest()
-        out._arrays = {k: (key, h.copy()) for k, (key, h) in self._arrays.items()}  # pyright: ignore[reportAttributeAccessIssue]
+        out._arrays = {k: (key, h.copy()) for k, (key, h) in self._arrays.items()}
         out._tail = dict(self._tail)
         return out
 
@@ -166,7 +167,7 @@ class Digest:
             raise ValueError(f"array {name!r} changed dtype or shape: {known} then {key}")
         if a.dtype.kind in "fc" and np.isnan(a).any():  # one NaN (readers may canonicalise)
             a = np.where(np.isnan(a), np.asarray(np.nan, a.dtype), a)
-        hasher.update(np.ascontiguousarray(a).tobytes())  # pyright: ignore[reportAttributeAccessIssue]
+        hasher.update(np.ascontiguousarray(a).tobytes())
 
     def value(self, attrs: dict) -> str:
         digest = hashlib.sha256()
@@ -174,7 +175,7 @@ class Digest:
         digest.update(json.dumps(record, sort_keys=True, default=str).encode())
         for name in sorted(self._arrays):
             key, hasher = self._arrays[name]
-            digest.update(f"{key}|{hasher.hexdigest()}|".encode())  # pyright: ignore[reportAttributeAccessIssue]
+            digest.update(f"{key}|{hasher.hexdigest()}|".encode())
         for name in sorted(self._tail):
             digest.update(f"{name}|{self._tail[name]}|".encode())
         return CHECKSUM_SCHEME + digest.hexdigest()

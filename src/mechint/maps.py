@@ -24,7 +24,7 @@ import abc
 import dataclasses
 import enum
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -158,14 +158,25 @@ class Setting:
 
 
 class Integrator(abc.ABC):
-    """A one-step map with declared traits (see the module docstring)."""
+    """A one-step map with declared traits (see the module docstring).
+
+    ``traits`` is required of every map: a class constant (``traits = Traits(...)``)
+    where it is the same for every instance, else set per instance from its settings
+    (``derived_traits``, called by ``settle_traits`` at the end of ``__post_init__``).
+    A map without traits is refused before any step (``plan.check_integrator``)."""
 
     name: ClassVar[str] = "integrator"
     settings: ClassVar[tuple[Setting, ...]] = ()
+    traits: Traits
 
-    @property
-    @abc.abstractmethod
-    def traits(self) -> Traits: ...
+    def derived_traits(self) -> Traits:
+        """The traits of this instance, from its settings (maps whose traits depend on
+        them override this)."""
+        raise NotImplementedError(f"{type(self).__name__} declares no traits")
+
+    def settle_traits(self) -> None:
+        """Record ``derived_traits()`` as this (frozen) instance's ``traits``."""
+        object.__setattr__(self, "traits", self.derived_traits())
 
     @abc.abstractmethod
     def cannot_serve(self, system) -> str | None:
@@ -238,8 +249,7 @@ class Wrapper(Integrator):
     extra: ClassVar[str]
     recorded: ClassVar[bool]
 
-    @property
-    def traits(self) -> Traits:
+    def derived_traits(self) -> Traits:
         return self.base.traits
 
     def cannot_serve(self, system) -> str | None:
@@ -278,4 +288,4 @@ def recorded(integrator: Integrator) -> Integrator:
     if not isinstance(integrator, Wrapper):
         return integrator
     inner = recorded(integrator.base)
-    return dataclasses.replace(integrator, base=inner) if integrator.recorded else inner  # pyright: ignore[reportArgumentType]
+    return dataclasses.replace(cast(Any, integrator), base=inner) if integrator.recorded else inner

@@ -11,6 +11,7 @@ take their inputs from it, so one input is judged the same way everywhere.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -38,6 +39,7 @@ class Plan:
     steps: int
     save_every: int
     dtype: str
+    step0: int = 0  # steps before x0 (a continued run): failures are numbered from them
 
     @property
     def n_saves(self) -> int:
@@ -86,6 +88,15 @@ def check_integrator(integrator) -> Integrator:
             "pass an instance, e.g. mechint.integrators.Kahan() (user maps subclass "
             "mechint.integrators.Integrator)",
         )
+    from mechint.maps import Traits
+
+    if not isinstance(getattr(integrator, "traits", None), Traits):
+        raise InputError(
+            "integrator",
+            f"{type(integrator).__name__} declares no traits",
+            "give the class traits = Traits(order=..., symmetric=..., explicit=...), or set "
+            "them per instance (derived_traits, settle_traits in __post_init__)",
+        )
     return integrator
 
 
@@ -102,13 +113,15 @@ def make_plan(
     orientation=None,
     compensated: bool = False,
     compensation=None,
+    step0: int = 0,
     names: dict[str, str] | None = None,
 ) -> Plan:
     """The plan of a run (see the module docstring); ``InputError`` naming the
     parameter (as ``names`` renames it, e.g. ``{"h": "--h"}``) on bad input."""
     try:
-        return _make_plan(system, integrator, x0, h, steps, save_every, t0, dtype,
+        plan = _make_plan(system, integrator, x0, h, steps, save_every, t0, dtype,
                           orientation, compensated, compensation)  # fmt: skip
+        return dataclasses.replace(plan, step0=_validate.count("step0", step0, minimum=0))
     except InputError as exc:
         if names and exc.parameter in names:
             raise type(exc)(names[exc.parameter], exc.problem, exc.fix) from None
@@ -132,13 +145,13 @@ def _make_plan(system, integrator, x0, h, steps, save_every, t0, dtype, orientat
     if compensation is not None and not compensated:
         raise InputError("compensation", "a starting correction needs compensated=True")
     batch = jax.tree.leaves(x0_np)[0].shape[0] if batched else 1
-    layers: list[tuple[type[Wrapper], Any]] = []
+    layers: list[tuple[Callable[[Integrator], Wrapper], Any]] = []
     if orientation is not None:
         layers.append((Oriented, orientation))
     if compensated:
         layers.append((Compensated, compensation))
     for cls, given in layers:
-        integrator = cls(integrator)  # pyright: ignore[reportCallIssue]
+        integrator = cls(integrator)
         x0_np = integrator.wrap(x0_np, integrator.start(system, x0_np, given, batched, batch))
     real = jnp.dtype(dtype)
     if real != jnp.float64:

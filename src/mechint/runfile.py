@@ -99,6 +99,7 @@ class RunFile:
         self.dir = segment_dir(self.out)
         self.pending: list[dict] = []
         self.tail: dict = {}
+        self.tail_on_file: str = ""  # the tail's digest when it was last merged
         self.batched = False
         self.last_write = time.monotonic()
         if resumed is None:
@@ -112,6 +113,7 @@ class RunFile:
             self.inv0, self.worst = resumed.inv0, dict(resumed.worst)
             self.t0 = resumed.t0
             self.tail = dict(resumed.tail)
+            self.tail_on_file = _tail_key(self.tail)
             self.batched = resumed.batched
             self.skip = 1  # the run continues from the last sample on file
 
@@ -146,6 +148,11 @@ class RunFile:
         if first or time.monotonic() - self.last_write >= self.every or big > SLICE_NUMBERS:
             self.checkpoint()
 
+    def record_failure(self, failure: dict) -> None:
+        """The run's failure record (``StepFailure.failure``), written at ``close`` even
+        when no new sample came with it."""
+        self.tail = {**self.tail, **{k: np.asarray(v) for k, v in failure.items()}}
+
     def checkpoint(self, merge: bool = False) -> None:
         """Write the pending samples as a segment; merge the segments into the file when
         they hold as many samples as it does (or when ``merge``)."""
@@ -164,6 +171,8 @@ class RunFile:
             if self._held_bytes() > STOP_MERGE_BYTES:
                 return
         self.checkpoint(merge=True)
+        if self.merged and _tail_key(self.tail) != self.tail_on_file:
+            self._merge()  # a failure recorded after the last sample: the file says so
         if not self.segments:
             shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -199,12 +208,12 @@ class RunFile:
         path = self.dir / f"{first:020d}.npz"
         tmp = self.dir / f".{first:020d}.part.npz"
         with open(tmp, "wb") as fh:
-            payload: dict[str, np.ndarray] = {
+            payload: dict[str, Any] = {
                 "meta": np.asarray(json.dumps(meta)),
                 **{f"a/{k}": a for k, a in arrays.items()},
                 **{f"t/{k}": a for k, a in self.tail.items()},
             }
-            np.savez(fh, **payload)  # pyright: ignore[reportArgumentType]
+            np.savez(fh, **payload)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -234,6 +243,7 @@ class RunFile:
         for path, _, _ in self.segments:
             path.unlink(missing_ok=True)
         self.segments, self.merged = [], total
+        self.tail_on_file = _tail_key(self.tail)
 
     # --- reading -------------------------------------------------------------------
     @staticmethod
@@ -451,6 +461,13 @@ def _join(parts, axis: int):
     return np.concatenate([np.asarray(p) for p in parts], axis=axis)
 
 
+def _tail_key(tail: dict) -> str:
+    digest = io.Digest()
+    for name, a in tail.items():
+        digest.set(name, a)
+    return digest.value({})
+
+
 def _segment_hash(arrays: dict, tail: dict) -> str:
     digest = io.Digest()
     for name, a in arrays.items():
@@ -469,10 +486,23 @@ class _Sources:
         self.csv_fields: list[str] = []
 
     def layout(self) -> dict:
-        """The dtype and shape of every per-sample array, from the first segment (every
-        merge has one), in the order they were written."""
-        with np.load(self.segments[0][0], allow_pickle=False) as seg:
-            return {k[2:]: (seg[k].dtype, seg[k].shape) for k in seg.files if k.startswith("a/")}
+        """The dtype and shape of every per-sample array, in the order they were written:
+        from the first segment, or from the old file when there is none (a merge that
+        only records a failure)."""
+        if self.segments:
+            with np.load(self.segments[0][0], allow_pickle=False) as seg:
+                return {k[2:]: (seg[k].dtype, seg[k].shape)
+                        for k in seg.files if k.startswith("a/")}  # fmt: skip
+        import h5netcdf
+
+        with h5netcdf.File(self.old, "r") as fh:
+            out = {}
+            for k, var in fh.variables.items():
+                if "time" in var.dimensions:
+                    dims = zip(var.dimensions, var.shape, strict=True)
+                    shape = tuple(1 if d == "time" else n for d, n in dims)
+                    out[k] = (var.dtype, shape)
+            return out
 
     def netcdf_slices(self, names, batched):
         import h5netcdf
@@ -515,6 +545,17 @@ def _write_csv(tmp: Path, attrs: dict, sources: _Sources, batched: bool, system)
     once it is in place)."""
     with open(tmp, "w") as fh:
         header_written = False
+        if not sources.segments and sources.old is not None:  # the old rows alone
+            with open(sources.old) as old:
+                header = old.readline()
+            sources.csv_names = header.strip().split(",")
+            sources.csv_fields = [
+                f for f, _ in io._fields(system, True)
+                if any(n == f or n.startswith(f + "_") for n in sources.csv_names)
+            ]  # fmt: skip
+            fh.write(header)
+            for line in sources.csv_old_rows():
+                fh.write(line)
         for rest, invariants, t in sources.segment_blocks(system):
             if not header_written:
                 sources.csv_names = io.csv_names(rest, invariants, batched)

@@ -40,6 +40,9 @@ from mechint.trajectory import Trajectory
 
 # Body-steps per chunk: long enough to amortise dispatch, short enough for progress.
 _CHUNK_BODY_STEPS = 1 << 22
+# Saved numbers per chunk at most (16 MiB in float64): what a chunk's buffer holds
+# whatever the size of a sample (a batch, a body of large n, its attitude).
+_CHUNK_NUMBERS = 1 << 21
 
 
 class _CompileClock:
@@ -155,6 +158,7 @@ def simulate(
     compensated: bool = False,
     compensation=None,
     interrupt=None,
+    step0: int = 0,
 ) -> Trajectory:
     """Advance ``x0`` by ``steps`` steps of size ``h``, saving every ``save_every``-th state.
 
@@ -201,6 +205,9 @@ def simulate(
         last one measured (``ChunkSizer``: damped, with the first call's length as a
         floor), so that a slow map shows progress and checkpoints on time.  All calls
         share one compiled program; the states are the same as with any chunking.
+    step0
+        Steps taken before ``x0`` by the run this one continues (``mechint run
+        --resume``): failures are numbered from the whole run's start.
     interrupt
         Called with no argument after every compiled call (at most about
         ``chunk_seconds`` apart, whatever the save interval); an exception it raises
@@ -234,7 +241,7 @@ def simulate(
     """
     plan = make_plan(system, integrator, x0, h, steps, save_every, t0=t0, dtype=dtype,
                      orientation=orientation, compensated=compensated,
-                     compensation=compensation)  # fmt: skip
+                     compensation=compensation, step0=step0)  # fmt: skip
     chunk = (
         _CHUNK_BODY_STEPS if chunk_steps is None else _validate.count("chunk_steps", chunk_steps)
     )
@@ -246,21 +253,22 @@ def simulate(
 
 def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interrupt, throw,
            keep) -> Trajectory:  # fmt: skip
-    """The host loop of a run: compiled calls of whole saves (or, for a save interval
-    longer than a call's budget, of pieces of one interval), failures, progress,
-    ``on_chunk`` and ``interrupt`` between calls."""
+    """The host loop of a run: compiled calls of whole saves, or of pieces of one save
+    interval where a call's budget (in steps, or in time: ``ChunkSizer``) is shorter
+    than the interval; failures, progress, ``on_chunk`` and ``interrupt`` between
+    calls."""
     system, integrator, batched = plan.system, plan.integrator, plan.batched
     save_every, n_saves = plan.save_every, plan.n_saves
     real = jnp.dtype(plan.dtype)
-    budget = max(1, chunk // plan.batch)  # steps per call
-    whole = save_every <= budget  # whole save intervals per call
-    if whole:
+    budget = max(1, chunk // plan.batch)  # steps per call at most
+    if save_every <= budget:  # whole saves per call, as many as the budgets allow
         per_chunk = _plan(n_saves, save_every, plan.batch, chunk)
-        sizer = ChunkSizer(max(1, per_chunk // 256), per_chunk, chunk_seconds)
-        size = capacity(min(per_chunk, n_saves), plan.numbers)
+        per_chunk = min(per_chunk, max(1, _CHUNK_NUMBERS // plan.numbers))
+        cap = per_chunk * save_every
     else:
-        sizer = ChunkSizer(max(1, budget // 256), budget, chunk_seconds)
-        size = capacity(1, plan.numbers)
+        per_chunk, cap = 1, budget
+    sizer = ChunkSizer(max(1, cap // 256), cap, chunk_seconds)  # in steps
+    size = capacity(min(per_chunk, n_saves), plan.numbers)
     x0_j = jax.tree.map(lambda a: jnp.asarray(a, dtype=real), plan.x0)
     carry = initial_carry(x0_j, plan.batch if batched else None, real)
     samples = [jax.tree.map(lambda a: np.asarray(a)[None], plan.x0)]
@@ -271,39 +279,40 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
     )  # fmt: skip
     handed, last = 0, None  # samples handed to on_chunk and forgotten (keep=False)
     calls, done, into = 0, 0, 0  # compiled calls; saves done; steps into the next save
-    if not whole and not keep:  # the first sample will be long in coming: hand x0 now
+    if sizer.size < save_every and not keep:  # the first sample may be long in coming
         part = _trajectory(plan, samples, carry, steps=0)
         handed, samples, last = 1, [], samples[0]
         if on_chunk is not None:
             on_chunk(part)
     try:
         while done < n_saves:
+            whole = into == 0 and sizer.size >= save_every
             if whole:
-                every, n = save_every, min(sizer.size, n_saves - done)
-            else:
+                every, n = save_every, min(sizer.size // save_every, per_chunk, n_saves - done)
+            else:  # a piece of one save interval
                 every, n = min(sizer.size, save_every - into), 1
             began, compiling = _clock(), _COMPILE_CLOCK.seconds
             carry, saved = _advance(
                 system, integrator, carry, plan.h, jnp.asarray(every, dtype=jnp.int64),
                 jnp.asarray(n, dtype=jnp.int64), capacity=size, batched=batched,
             )  # fmt: skip
-            saved = jax.tree.map(lambda a, n=n: a[:n], jax.device_get(saved))
+            # a copy of the n saves: a view would keep the whole buffer alive
+            saved = jax.tree.map(lambda a, n=n: np.array(a[:n]), jax.device_get(saved))
             calls += 1
             spent = _clock() - began - (_COMPILE_CLOCK.seconds - compiling)
-            sizer.next(n if whole else every, spent)
+            sizer.next(n * every, spent)
             bar.update(n * every)
             fail_step = decode(np.asarray(carry[2]))[0]
+            ended = bool(np.all(fail_step >= 0))  # every member failed
             if not whole:
                 into += every
-                if into < save_every:  # inside a save interval: nothing to save yet
+                if into < save_every and not ended:  # nothing to save yet
                     if throw and np.any(fail_step >= 0):
                         _raise_failure(plan, samples, saved, done, carry, handed, n=0)
-                    if np.all(fail_step >= 0):
-                        break
                     if interrupt is not None:
                         interrupt()
                     continue
-                into = 0
+                into = 0  # the interval is complete (or its sample is a failed one's NaN)
             if throw and np.any(fail_step >= 0):
                 _raise_failure(plan, samples, saved, done, carry, handed, n=n)
             samples.append(saved)
@@ -317,7 +326,7 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
                 last = jax.tree.map(lambda a: a[-1:], saved)
             elif on_chunk is not None:
                 on_chunk(partial(_trajectory, plan, samples, carry))
-            if np.all(fail_step >= 0):  # every member failed: nothing left to advance
+            if ended:  # nothing left to advance (the rest is NaN, handed above)
                 break
             if interrupt is not None:
                 interrupt()
@@ -351,6 +360,8 @@ def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=No
         x = jax.tree.map(lambda a: np.ascontiguousarray(np.moveaxis(a, 0, 1)), x)
     t = plan.t0 + plan.h * (plan.save_every * index.astype(np.float64))
     x, extras = unwrap_all(plan.integrator, x)
+    if plan.step0:  # a continued run: its failures numbered from the whole run's start
+        fail_step = np.where(fail_step >= 0, fail_step + plan.step0, fail_step)
     return Trajectory(
         system=plan.system,
         integrator=plan.recorded,
@@ -361,7 +372,7 @@ def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=No
         compensation=extras.get("compensation"),
         steps=(first + n_saved - 1) * plan.save_every,
         save_every=plan.save_every,
-        stats=stats or {},
+        stats={"steps_requested": plan.steps, **(stats or {})},
         failed_step=fail_step,
         residual=residual,
         reason=labels(codes),
@@ -412,8 +423,14 @@ def _raise_failure(plan: Plan, samples, saved, done, carry, handed: int, n: int)
     x = unwrap_all(plan.integrator, carry[0])[0]
     last = jax.tree.map(lambda a: np.asarray(a)[member] if plan.batched else np.asarray(a), x)
     res = float(residual[member])
+    failed, codes_kept, res_kept = record
+    failure = {
+        "failed_step": np.where(failed >= 0, failed + plan.step0, failed).astype(np.int64),
+        "residual": np.asarray(res_kept, dtype=np.float64),
+        "reason": labels(codes_kept).astype(str),
+    }
     raise StepFailure(
-        step=first,
+        step=first + plan.step0,
         residual=res if math.isfinite(res) else float("nan"),
         reason=f"{why.text} at t = {plan.t0 + plan.h * (first - 1):.6g}, of {plan.steps} steps",
         trajectory=partial_traj,
@@ -421,4 +438,5 @@ def _raise_failure(plan: Plan, samples, saved, done, carry, handed: int, n: int)
         batch_index=member if plan.batched else None,
         code=why,
         saved=handed + held,
+        failure=failure,
     )

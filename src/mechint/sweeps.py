@@ -43,6 +43,7 @@ import itertools
 import json
 import tomllib
 from pathlib import Path
+from typing import Any, cast
 
 import jax
 import numpy as np
@@ -343,7 +344,7 @@ def _on_dask(work, scheduler, cluster, collect):
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
-            dashboard_address=None,  # pyright: ignore[reportArgumentType]
+            dashboard_address=cast(Any, None),  # no dashboard (dask accepts None)
         )
         with local, Client(local) as client:
             _gather(client, work, collect)

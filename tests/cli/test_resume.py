@@ -185,6 +185,40 @@ def test_one_writer_per_file_and_an_unfinished_run_is_kept(tmp_path, capsys):
     assert code == 0, err
 
 
+def test_a_resumed_run_that_fails_numbers_its_failure_from_the_start(tmp_path, capsys):
+    """A run killed after 40 steps and resumed fails at step 58 of the whole run (not
+    18 of the resumed part): the message and the file say 58, as an uninterrupted run's."""
+    from mechint.runfile import RunFile
+
+    argv = [*RUN, "--integrator", "explicit-euler", "--out", str(tmp_path / "f.nc")]
+    argv[argv.index("--h") + 1] = "0.5"
+    argv[argv.index("--save-every") + 1] = "1"
+    argv[argv.index("--steps") + 1] = "100"
+    top = mi.systems.EulerTop((2.0, 1.0, 0.6667))
+    euler = mi.integrators.ExplicitEuler()
+    writer = RunFile(tmp_path / "f.nc", top, euler, 0.5, 1, 100, "float64", every=0.0)
+    mi.simulate(
+        top,
+        euler,
+        [0.45, 0.0, 0.89],
+        0.5,
+        40,
+        1,
+        keep=False,
+        on_chunk=writer.append,
+        chunk_steps=10,
+    )  # fmt: skip  (killed: never closed)
+    code, _, err = invoke([*argv, "--resume"], capsys)
+    assert code == 1 and "step 58 failed" in err, err
+    ds = _open(tmp_path / "f.nc")
+    assert int(ds["failed_step"]) == 58 and ds.sizes["time"] == 58
+    code, _, err = invoke([*argv[:-1], str(tmp_path / "g.nc")], capsys)
+    assert code == 1 and "step 58 failed" in err
+    whole = _open(tmp_path / "g.nc")
+    for k in whole.variables:
+        assert np.array_equal(whole[k].values, ds[k].values), k
+
+
 def test_a_compensated_run_resumes_bit_for_bit(tmp_path, capsys):
     """Issue 31.4: the compensation term of the last sample is saved in the file (and
     its segments) and a resumed --compensated run starts from it: the file equals the
@@ -259,6 +293,8 @@ def test_a_long_save_interval_still_stops_within_a_second_of_a_signal(tmp_path):
         proc.wait(timeout=60)
         waited = time.monotonic() - sent
         assert proc.returncode == 130, proc.stderr.read()
-        assert waited < 3.0, waited  # calls of <= 1 s (--checkpoint-every 1), and the exit
+        # calls of <= 1 s (--checkpoint-every 1), then the last checkpoint and the exit
+        # (0.3-0.5 s measured on an idle machine, 1.2-1.9 s with both cores busy)
+        assert waited < 5.0, waited
         ds = _open(out)
         assert ds.attrs["complete"] == 0 and ds.sizes["time"] == 1

@@ -154,8 +154,21 @@ def test_failed_run_keeps_samples_and_exits_1(tmp_path, capsys):
     [
         ({"--x0": "0.45,0,0.89;1e200,1e200,1e200", "--h": "0.1"}, [-1, 1], 1),
         ({"--integrator": "explicit-euler", "--h": "0.5"}, 58, 58),
+        # no sample in the failing chunk: the failure alone is recorded
+        ({"--integrator": "explicit-euler", "--h": "0.5", "--x0": "4.5e99,3e99,8.9e99"}, 2, 2),
+        # one save interval run in pieces: x0 on file, then the failure
+        (
+            {
+                "--integrator": "explicit-euler",
+                "--h": "0.5",
+                "--steps": "2097152",
+                "--save-every": "2097152",
+            },
+            58,
+            1,
+        ),
     ],
-    ids=["batch-kahan", "euler-h0.5"],
+    ids=["batch-kahan", "euler-h0.5", "no-sample-with-it", "pieces"],
 )
 def test_a_failed_run_records_its_failure_in_its_file(suffix, changes, failed, samples, tmp_path,
                                                        capsys):  # fmt: skip
@@ -164,9 +177,9 @@ def test_a_failed_run_records_its_failure_in_its_file(suffix, changes, failed, s
     the failure; the file is checksummed with the failure, and is not continued."""
     out = tmp_path / f"fail{suffix}"
     argv = [*BASE, "--out", str(out), "--quiet"]
+    argv[argv.index("--save-every") + 1] = "1"
     for option, value in changes.items():
         argv[argv.index(option) + 1] = value
-    argv[argv.index("--save-every") + 1] = "1"
     code, _, err = _run(argv, capsys)
     assert code == 1, err
     if suffix == ".nc":

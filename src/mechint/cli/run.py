@@ -169,13 +169,15 @@ def _run(args, plan: Plan, out: Path, plot: Path | None, every: float) -> int:
                 progress=not args.quiet, orientation=g0, on_chunk=writer.append,
                 interrupt=stop.check, chunk_steps=_CHECKPOINT_CHUNK,
                 chunk_seconds=_chunk_seconds(every), dtype=plan.dtype, keep=False,
-                compensated=args.compensated, compensation=e0,
+                compensated=args.compensated, compensation=e0, step0=steps - todo,
             )  # fmt: skip
             writer.close()
             stop.check()  # a signal during the last chunk: the run is complete, and says so
         except StepFailure as exc:
             if exc.trajectory is not None and len(exc.trajectory.t):
                 writer.append(exc.trajectory)
+            if exc.failure is not None:
+                writer.record_failure(exc.failure)
             writer.close(stopped=True)
             exc.trajectory = None
             exc.args = (f"{exc.args[0]}; the samples before it and the failure are written "

@@ -40,6 +40,7 @@ class Compensated(Wrapper):
     def __post_init__(self):
         if not isinstance(self.base, Integrator):
             raise InputError("base", f"{self.base!r} is not a mechint integrator")
+        self.settle_traits()
 
     def start(self, system, x0, given, batched: bool, batch: int):
         """The correction e0: zero, or ``given`` (a resumed run's last correction),

@@ -67,6 +67,7 @@ class Composition(Integrator):
                 "use a symmetric base: StormerVerlet(), ImplicitMidpoint(), Kahan(), "
                 "DiscreteLagrangian() or Splitting(scheme='strang')",
             )
+        self.settle_traits()
 
     @property
     def gamma(self) -> tuple[float, ...]:
@@ -74,8 +75,7 @@ class Composition(Integrator):
         assert isinstance(scheme, composition_schemes.CompositionScheme)
         return scheme.gamma
 
-    @property
-    def traits(self) -> Traits:  # type: ignore[override]
+    def derived_traits(self) -> Traits:
         t = self.base.traits
         scheme = self.scheme
         assert isinstance(scheme, composition_schemes.CompositionScheme)

@@ -163,9 +163,9 @@ class DiscreteLagrangian(BodyRotationMap):
     def __post_init__(self):
         if self.order not in dmv.ORDERS:
             raise InputError("order", f"must be 2, 4, 6, 8 or 10, got {self.order!r}")
+        self.settle_traits()
 
-    @property
-    def traits(self) -> Traits:  # type: ignore[override]
+    def derived_traits(self) -> Traits:
         return Traits(order=self.order, symmetric=True, explicit=False, poisson=True)
 
     def cannot_serve(self, system: Any) -> str | None:

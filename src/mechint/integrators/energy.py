@@ -167,7 +167,7 @@ class AverageVectorField(Integrator):
     solver: Newton = dataclasses.field(default_factory=Newton)
 
     name: ClassVar[str] = "average-vector-field"
-    traits = Traits(order=2, symmetric=True, explicit=False, energy=True)  # type: ignore[assignment]
+    traits = Traits(order=2, symmetric=True, explicit=False, energy=True)
 
     def cannot_serve(self, system) -> str | None:
         return serves_only(system, (PoissonSystem,))
@@ -212,9 +212,9 @@ class DiscreteGradient(Integrator):
     def __post_init__(self):
         if self.variant not in _VARIANTS:
             raise InputError("variant", f"must be 'gonzalez' or 'itoh-abe', got {self.variant!r}")
+        self.settle_traits()
 
-    @property
-    def traits(self) -> Traits:  # type: ignore[override]
+    def derived_traits(self) -> Traits:
         gonzalez = self.variant == "gonzalez"
         return Traits(order=2 if gonzalez else 1, symmetric=gonzalez, explicit=False, energy=True)
 

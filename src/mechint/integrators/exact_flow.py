@@ -32,7 +32,7 @@ class ExactFlow(BodyRotationMap):
     included."""
 
     name: ClassVar[str] = "exact-flow"
-    traits = EXACT_TRAITS  # type: ignore[assignment]
+    traits = EXACT_TRAITS
 
     def cannot_serve(self, system) -> str | None:
         why = serves_only(system, (FreeTop,))

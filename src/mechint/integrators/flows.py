@@ -42,9 +42,9 @@ class NumericalFlow(Integrator):
             raise InputError("integrator", f"{self.integrator!r} is not a mechint integrator")
         if not isinstance(self.part, System):
             raise InputError("part", f"{self.part!r} is not a mechint system")
+        self.settle_traits()
 
-    @property
-    def traits(self) -> Traits:  # type: ignore[override]
+    def derived_traits(self) -> Traits:
         return self.integrator.traits
 
     def cannot_serve(self, system) -> str | None:

@@ -61,9 +61,9 @@ class Gauss(Integrator):
     def __post_init__(self):
         if self.stages not in GAUSS:
             raise InputError("stages", f"must be 1, 2, 3 or 4, got {self.stages!r}")
+        self.settle_traits()
 
-    @property
-    def traits(self) -> Traits:  # type: ignore[override]
+    def derived_traits(self) -> Traits:
         return Traits(order=2 * self.stages, symmetric=True, explicit=False, symplectic=True)
 
     def cannot_serve(self, system) -> str | None:

@@ -38,7 +38,7 @@ class ImplicitMidpoint(Integrator):
     solver: Newton = dataclasses.field(default_factory=Newton)
 
     name: ClassVar[str] = "midpoint"
-    traits = Traits(order=2, symmetric=True, explicit=False, symplectic=True)  # type: ignore[assignment]
+    traits = Traits(order=2, symmetric=True, explicit=False, symplectic=True)
 
     def cannot_serve(self, system) -> str | None:
         return None  # every system has a vector field

@@ -34,7 +34,7 @@ class Kahan(Integrator):
     closed-form 3×3 solve for the Euler top)."""
 
     name: ClassVar[str] = "kahan"
-    traits = Traits(order=2, symmetric=True, explicit=False)  # type: ignore[assignment]
+    traits = Traits(order=2, symmetric=True, explicit=False)
 
     def cannot_serve(self, system) -> str | None:
         why = serves_only(system, (QuadraticVectorField,))

@@ -41,6 +41,7 @@ class Oriented(Wrapper):
                 f"{type(self.base).__name__} does not compute the body's rotation per step",
                 "use mechint.integrators.DiscreteLagrangian(), or leave orientation out",
             )
+        self.settle_traits()
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
         base = self.base

@@ -48,6 +48,7 @@ class RigidBodySplitting(Integrator):
     def __post_init__(self):
         if self.order not in (2, *SCHEME_FOR_ORDER):
             raise InputError("order", f"must be 2, 4, 6, 8 or 10, got {self.order!r}")
+        self.settle_traits()
 
     @property
     def method(self) -> Integrator:
@@ -56,8 +57,7 @@ class RigidBodySplitting(Integrator):
             return _STRANG
         return Composition(_STRANG, SCHEME_FOR_ORDER[self.order])
 
-    @property
-    def traits(self) -> Traits:  # type: ignore[override]
+    def derived_traits(self) -> Traits:
         return Traits(order=self.order, symmetric=True, explicit=True, poisson=True)
 
     def cannot_serve(self, system) -> str | None:

@@ -47,9 +47,9 @@ class Splitting(Integrator):
                     "e.g. (Drift(), Kick()), AxisRotation(i) or NumericalFlow pieces",
                 )
             object.__setattr__(self, "flows", flows)
+        self.settle_traits()
 
-    @property
-    def traits(self) -> Traits:  # type: ignore[override]
+    def derived_traits(self) -> Traits:
         sub = [EXACT_TRAITS] if self.flows is None else [f.traits for f in self.flows]
         scheme = stages.splitting_scheme(self.scheme)
         symmetric = scheme.symmetric and all(t.symmetric for t in sub)

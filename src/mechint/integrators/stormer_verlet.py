@@ -43,7 +43,7 @@ class StormerVerlet(Integrator):
 
     # explicit for separable H (their use); a general H(q, p) takes Newton solves
     name: ClassVar[str] = "stormer-verlet"
-    traits = Traits(order=2, symmetric=True, explicit=True, symplectic=True)  # type: ignore[assignment]
+    traits = Traits(order=2, symmetric=True, explicit=True, symplectic=True)
 
     def cannot_serve(self, system) -> str | None:
         return serves_only(system, (Canonical,))

@@ -58,7 +58,7 @@ class SymplecticEuler(Integrator):
 
     # explicit for separable H (their use); a general H(q, p) takes Newton solves
     name: ClassVar[str] = "symplectic-euler"
-    traits = Traits(order=1, symmetric=False, explicit=True, symplectic=True)  # type: ignore[assignment]
+    traits = Traits(order=1, symmetric=False, explicit=True, symplectic=True)
     settings: ClassVar[tuple[Setting, ...]] = (
         Setting("variant", "symplectic-euler: A (Marsden Example 1, default) or B"),
     )

@@ -103,27 +103,30 @@ class System(abc.ABC):
     descriptions: ClassVar[dict[str, str]] = {"H": "energy (the Hamiltonian)"}
     parameter_table: ClassVar[tuple[Parameter, ...]] = ()
     state_options: ClassVar[tuple[StateOption, ...]] = ()
-    quadratic_invariants: ClassVar[tuple[str, ...]] = ()
     momentum_maps: ClassVar[tuple[str, ...]] = ()
     # True where Π is the same at every state (canonical systems, ``PoissonHamiltonian``):
     # there symplectic Runge–Kutta maps are Poisson
     constant_structure: ClassVar[bool] = False
 
+    # ((var, dims), ...): a class constant, or set per instance (and kept by its pytree)
+    state_fields: tuple[tuple[str, tuple[str, ...]], ...]
+
     @property
-    @abc.abstractmethod
-    def state_fields(self) -> tuple[tuple[str, tuple[str, ...]], ...]: ...
+    def quadratic_invariants(self) -> tuple[str, ...]:
+        """The names of the invariants quadratic in x (kept by the implicit midpoint rule)."""
+        return ()
 
     @property
     @abc.abstractmethod
     def state_shape(self) -> tuple[int, ...]: ...
 
     @abc.abstractmethod
-    def vector_field(self, x) -> Any: ...
+    def vector_field(self, x, /) -> Any: ...
 
     @abc.abstractmethod
-    def invariants(self, x) -> dict[str, Any]: ...
+    def invariants(self, x, /) -> dict[str, Any]: ...
 
-    def casimirs(self, x) -> dict[str, Any]:
+    def casimirs(self, x, /) -> dict[str, Any]:
         return {}
 
     @classmethod
@@ -172,7 +175,7 @@ class HamiltonianSystem(System):
     energy_name: ClassVar[str] = "H"  # the name of H among ``invariants``
 
     @abc.abstractmethod
-    def hamiltonian(self, x) -> Any: ...
+    def hamiltonian(self, x, /) -> Any: ...
 
 
 class PoissonSystem(HamiltonianSystem):
@@ -181,13 +184,13 @@ class PoissonSystem(HamiltonianSystem):
     given in those coordinates."""
 
     @abc.abstractmethod
-    def coordinates(self, x) -> Float[Array, "... d"]: ...
+    def coordinates(self, x, /) -> Float[Array, "... d"]: ...
 
     @abc.abstractmethod
     def from_coordinates(self, z) -> Any: ...
 
     @abc.abstractmethod
-    def poisson_tensor(self, x) -> Float[Array, "... d d"]: ...
+    def poisson_tensor(self, x, /) -> Float[Array, "... d d"]: ...
 
 
 class QuadraticVectorField(System):
@@ -214,7 +217,7 @@ class QuadraticVectorField(System):
         ok = jnp.all(jnp.isfinite(x_next)) & (r < jnp.sqrt(jnp.finfo(x.dtype).eps))
         return x_next, maps.status(ok, jnp.where(jnp.isfinite(r), r, jnp.inf), maps.Reason.SINGULAR)
 
-    def kahan_integrals(self, x, h) -> dict[str, Any]:
+    def kahan_integrals(self, x, h, /) -> dict[str, Any]:
         return {}
 
     def kahan_poisson(self) -> bool:

@@ -72,7 +72,7 @@ class Canonical(PoissonSystem):
 
     descriptions: ClassVar[dict[str, str]] = {"q": "position", "p": "momentum"}
 
-    state_fields = (("q", ("dof",)), ("p", ("dof",)))  # type: ignore[assignment]
+    state_fields = (("q", ("dof",)), ("p", ("dof",)))
     state_options: ClassVar[tuple[StateOption, ...]] = (
         StateOption("q0", "initial positions q (canonical systems): comma-separated"),
         StateOption("p0", "initial momenta p (canonical systems): comma-separated"),
@@ -295,7 +295,7 @@ class Drift(maps.Integrator):
     """Exact flow of the kinetic energy T(p) of a separable Hamiltonian: q ← q + t ∇T(p)."""
 
     name: ClassVar[str] = "drift"
-    traits = maps.EXACT_TRAITS  # type: ignore[assignment]
+    traits = maps.EXACT_TRAITS
 
     def cannot_serve(self, system) -> str | None:
         return maps.serves_only(system, (Separable,))
@@ -315,7 +315,7 @@ class Kick(maps.Integrator):
     """Exact flow of the potential energy V(q) of a separable Hamiltonian: p ← p − t ∇V(q)."""
 
     name: ClassVar[str] = "kick"
-    traits = maps.EXACT_TRAITS  # type: ignore[assignment]
+    traits = maps.EXACT_TRAITS
 
     def cannot_serve(self, system) -> str | None:
         return maps.serves_only(system, (Separable,))

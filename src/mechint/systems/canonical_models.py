@@ -31,7 +31,7 @@ def _half_square(p):
 
 
 @final
-@register_pytree(data=("omega",))
+@register_pytree(data=("omega",), meta=("dof",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class HarmonicOscillator(Separable, ExactSolution):
     r"""H = Σ_i ½(p_i² + ω_i² q_i²): d uncoupled oscillators, d = len(omega).
@@ -46,17 +46,18 @@ class HarmonicOscillator(Separable, ExactSolution):
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
         Parameter("omega", "frequencies ω_i > 0, one per dof (default 1)"),
     )
-    quadratic_invariants: ClassVar[tuple[str, ...]] = ("H",)
+
     energy_degree: ClassVar[int | None] = 2
 
     def __init__(self, omega=1.0):
         w = real_array("omega", omega)
         w = w.reshape(1) if w.ndim == 0 else w
         object.__setattr__(self, "omega", jnp.asarray(positive_vector("omega", w, None)))
+        object.__setattr__(self, "dof", int(self.omega.shape[0]))
 
     @property
-    def dof(self) -> int:
-        return int(self.omega.shape[0])
+    def quadratic_invariants(self) -> tuple[str, ...]:
+        return ("H",)
 
     def __repr__(self) -> str:
         return f"HarmonicOscillator(omega={shown(self.omega)})"
@@ -86,7 +87,7 @@ class Pendulum(Separable):
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
         Parameter("omega", "ω = √(g/l) > 0 (default 1)"),
     )
-    dof: ClassVar[int] = 1  # type: ignore[misc]
+    dof = 1
 
     def __init__(self, omega=1.0):
         object.__setattr__(self, "omega", jnp.asarray(positive_scalar("omega", omega)))
@@ -132,9 +133,12 @@ class Kepler(Separable, ReducedEnergy, ExactSolution):
         *Canonical.state_options,
         StateOption("eccentricity", "kepler: start at periapsis of the orbit with this e (a = 1)"),
     )
-    dof: ClassVar[int] = 2  # type: ignore[misc]
-    quadratic_invariants: ClassVar[tuple[str, ...]] = ("L",)
+    dof = 2
     momentum_maps: ClassVar[tuple[str, ...]] = ("L",)
+
+    @property
+    def quadratic_invariants(self) -> tuple[str, ...]:
+        return ("L",)
 
     def __init__(self, mu=1.0):
         object.__setattr__(self, "mu", jnp.asarray(positive_scalar("mu", mu)))
@@ -222,7 +226,7 @@ class HenonHeiles(Separable):
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
         Parameter("lam", "coupling λ > 0 (default 1)"),
     )
-    dof: ClassVar[int] = 2  # type: ignore[misc]
+    dof = 2
     energy_degree: ClassVar[int | None] = 3
 
     def __init__(self, lam=1.0):

@@ -50,7 +50,7 @@ class ClebschTop(rigid.Body):
         StateOption("p0", "initial vector p = g0ᵀa (n numbers)"),
         StateOption("a", "potential vector a (space frame) instead of p0: p0 = g0ᵀ a"),
     )
-    state_fields = (("M", ("row", "col")), ("p", ("axis",)))  # type: ignore[assignment]
+    state_fields = (("M", ("row", "col")), ("p", ("axis",)))
 
     @property
     def quadratic_invariants(self) -> tuple[str, ...]:

@@ -97,10 +97,10 @@ class PoissonHamiltonian(PoissonSystem):
 
     # -- structure -------------------------------------------------------------------------
     @property
-    def quadratic_invariants(self) -> tuple[str, ...]:  # type: ignore[override]
+    def quadratic_invariants(self) -> tuple[str, ...]:
         return self.casimir_names  # linear, so kept by every Runge–Kutta map
 
-    state_fields = (("z", ("coordinate",)),)  # type: ignore[assignment]
+    state_fields = (("z", ("coordinate",)),)
 
     @property
     def state_shape(self) -> tuple[int, ...]:

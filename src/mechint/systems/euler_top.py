@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import ClassVar, final
+from typing import Any, ClassVar, final
 
 import jax.numpy as jnp
 import numpy as np
@@ -45,7 +45,7 @@ class FreeTop(abc.ABC):
         """The body angular momentum m (..., 3) of a state."""
 
     @abc.abstractmethod
-    def from_momentum(self, m: Float[Array, "... 3"]):
+    def from_momentum(self, m: Float[Array, "... 3"]) -> Any:
         """The state of body angular momentum m."""
 
 
@@ -77,9 +77,16 @@ class EulerTop(
     state_options: ClassVar[tuple[StateOption, ...]] = (
         StateOption("x0", "initial body angular momentum m: 3 numbers"),
     )
-    state_fields = (("m", ("axis",)),)  # type: ignore[assignment]
-    state_shape = (3,)  # type: ignore[assignment]
-    quadratic_invariants: ClassVar[tuple[str, ...]] = ("H", "C")
+    state_fields = (("m", ("axis",)),)
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (3,)
+
+    @property
+    def quadratic_invariants(self) -> tuple[str, ...]:
+        return ("H", "C")
+
     energy_degree: ClassVar[int | None] = 2
 
     def __init__(self, inertia=(2.0, 1.0, 2.0 / 3.0)):
@@ -248,7 +255,7 @@ class AxisRotation(maps.Integrator):
     axis: int
 
     name: ClassVar[str] = "axis-rotation"
-    traits = maps.EXACT_TRAITS  # type: ignore[assignment]
+    traits = maps.EXACT_TRAITS
 
     def __post_init__(self):
         if self.axis not in (0, 1, 2):

@@ -33,7 +33,7 @@ class FreeRigidBody(rigid.Body, FreeTop):
 
     name: ClassVar[str] = "free-rigid-body"
     state_options: ClassVar[tuple[StateOption, ...]] = (rigid.M0_OPTION,)
-    state_fields = (("M", ("row", "col")),)  # type: ignore[assignment]
+    state_fields = (("M", ("row", "col")),)
 
     energy_degree: ClassVar[int | None] = 2
 

@@ -88,7 +88,10 @@ class AbstractHeavyTop(rigid.Body, QuadraticVectorField, NaturalSplit):
     inertia: Float[Array, 3]
     chi: Float[Array, 3]
 
-    n: ClassVar[int] = 3  # type: ignore[misc]  # the attitude lies in SO(3)
+    @property
+    def n(self) -> int:
+        return 3  # the attitude lies in SO(3)
+
     energy_degree: ClassVar[int | None] = 2  # ½ m·I⁻¹m + χ·γ
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
         Parameter("inertia", "principal moments I1,I2,I3", required=True, example="2,1.5,1"),
@@ -99,8 +102,11 @@ class AbstractHeavyTop(rigid.Body, QuadraticVectorField, NaturalSplit):
         StateOption("m0", "initial body angular momentum m: 3 numbers"),
         StateOption("gamma0", "initial vertical in the body frame γ = g0ᵀe_z: 3 numbers"),
     )
-    state_fields = (("m", ("axis",)), ("gamma", ("axis",)))  # type: ignore[assignment]
-    state_shape = (3,)  # type: ignore[assignment]
+    state_fields = (("m", ("axis",)), ("gamma", ("axis",)))
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (3,)
 
     defaults: ClassVar[tuple[tuple[float, ...], tuple[float, ...]]] = (
         (2.0, 1.5, 1.0),
@@ -130,13 +136,13 @@ class AbstractHeavyTop(rigid.Body, QuadraticVectorField, NaturalSplit):
 
     # -- structure -------------------------------------------------------------------------
     @property
-    def J(self) -> Float[Array, 3]:  # type: ignore[override]
+    def J(self) -> Float[Array, 3]:  # type: ignore[override]  # Body's leaf J, derived here
         """The Moser–Veselov mass matrix J = ½ tr(I) − I (J_i > 0 iff the moments obey
         the strict triangle inequality)."""
         return 0.5 * jnp.sum(self.inertia) - self.inertia
 
     @property
-    def quadratic_invariants(self) -> tuple[str, ...]:  # type: ignore[override]
+    def quadratic_invariants(self) -> tuple[str, ...]:
         return ("H", "gamma2", "mgamma", *self.linear_integrals)
 
     def vector_field(self, x):
@@ -376,7 +382,7 @@ class GravityKick(maps.Integrator):
     Casimirs (γ × χ ⟂ γ) and χ·m."""
 
     name: ClassVar[str] = "gravity-kick"
-    traits = maps.EXACT_TRAITS  # type: ignore[assignment]
+    traits = maps.EXACT_TRAITS
 
     def cannot_serve(self, system) -> str | None:
         return maps.serves_only(system, (AbstractHeavyTop,))
@@ -406,7 +412,7 @@ class SymmetricFreeFlow(maps.Integrator):
     moments is shared between them)."""
 
     name: ClassVar[str] = "symmetric-free-flow"
-    traits = maps.EXACT_TRAITS  # type: ignore[assignment]
+    traits = maps.EXACT_TRAITS
 
     def cannot_serve(self, system) -> str | None:
         why = maps.serves_only(system, (AbstractHeavyTop,))

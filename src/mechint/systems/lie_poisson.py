@@ -47,7 +47,7 @@ def e3_tensor(m: Float[Array, "... 3"], g: Float[Array, "... 3"]) -> Float[Array
 
 
 @final
-@register_pytree(data=("params",), meta=("H", "algebra", "energy_degree"))
+@register_pytree(data=("params",), meta=("H", "algebra", "energy_degree", "state_fields"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class LiePoissonHamiltonian(PoissonSystem):
     """A Hamiltonian ``H`` on so(3)* (state m) or e(3)* (state (m, γ))."""
@@ -72,6 +72,10 @@ class LiePoissonHamiltonian(PoissonSystem):
             raise InputError("H", f"must be a function, got {type(H).__name__}")
         object.__setattr__(self, "H", H)
         object.__setattr__(self, "algebra", algebra)
+        fields = (
+            (("m", ("axis",)),) if algebra == "so3" else (("m", ("axis",)), ("gamma", ("axis",)))
+        )
+        object.__setattr__(self, "state_fields", fields)
         object.__setattr__(self, "params", _parameters(params))
         object.__setattr__(self, "energy_degree", _degree(degree))
         try:
@@ -86,14 +90,8 @@ class LiePoissonHamiltonian(PoissonSystem):
 
     # -- structure -------------------------------------------------------------------------
     @property
-    def quadratic_invariants(self) -> tuple[str, ...]:  # type: ignore[override]
+    def quadratic_invariants(self) -> tuple[str, ...]:
         return ("C",) if self.algebra == "so3" else ("C1", "C2")
-
-    @property
-    def state_fields(self):  # type: ignore[override]
-        if self.algebra == "so3":
-            return (("m", ("axis",)),)
-        return (("m", ("axis",)), ("gamma", ("axis",)))
 
     @property
     def state_shape(self) -> tuple[int, ...]:

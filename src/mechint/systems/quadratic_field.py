@@ -79,7 +79,7 @@ class QuadraticField(QuadraticVectorField):
 
     name: ClassVar[str] = "quadratic-field"
     state_options: ClassVar[tuple[StateOption, ...]] = (StateOption("x0", "initial state x"),)
-    state_fields = (("x", ("component",)),)  # type: ignore[assignment]
+    state_fields = (("x", ("component",)),)
 
     def __init__(self, Q, B=None, c=None, *, dim: int | None = None):
         n = None if dim is None else count("dim", dim)
@@ -183,8 +183,12 @@ class LotkaVolterra(PoissonSystem, QuadraticVectorField):
     state_options: ClassVar[tuple[StateOption, ...]] = (
         StateOption("x0", "initial populations (x, y) > 0"),
     )
-    state_fields = (("x", ("species",)),)  # type: ignore[assignment]
-    state_shape = (2,)  # type: ignore[assignment]
+    state_fields = (("x", ("species",)),)
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (2,)
+
     energy_name: ClassVar[str] = "V"
 
     def __init__(self, a=1.0, b=1.0, c=1.0, d=1.0):

@@ -42,7 +42,7 @@ class QuadraticPotentialTop(rigid.Body):
         StateOption("P0", "initial symmetric P = g0ᵀAg0 (n x n), e.g. '1,0,0;0,2,0;0,0,-1'"),
         StateOption("A", "potential matrix A (space frame) instead of P0: P0 = g0ᵀ A g0"),
     )
-    state_fields = (("M", ("row", "col")), ("P", ("row", "col")))  # type: ignore[assignment]
+    state_fields = (("M", ("row", "col")), ("P", ("row", "col")))
 
     @property
     def quadratic_invariants(self) -> tuple[str, ...]:
