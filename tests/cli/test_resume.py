@@ -57,10 +57,15 @@ def test_killed_run_keeps_its_chunks_and_resumes_bit_for_bit(
         os.nice(19)
 
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, preexec_fn=child)
+
+    def checkpointed() -> bool:  # --out holds x0 from the start; wait for a chunk more
+        attrs = mi.io.saved_attrs(out)
+        return attrs is not None and int(attrs["steps"]) > 0
+
     deadline = time.monotonic() + 120
-    while not out.exists() and time.monotonic() < deadline and proc.poll() is None:
+    while not checkpointed() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.02)
-    assert out.exists(), proc.stderr.read() if proc.poll() is not None else "no checkpoint"
+    assert checkpointed(), proc.stderr.read() if proc.poll() is not None else "no checkpoint"
     for _ in range(count):  # at once: the rest of the run takes about a second
         proc.send_signal(sig)
         time.sleep(0.002)
@@ -283,15 +288,20 @@ def test_a_long_save_interval_still_stops_within_a_second_of_a_signal(tmp_path):
 
         proc = subprocess.Popen([sys.executable, "-m", "mechint", *argv], stderr=subprocess.PIPE,
                                 text=True, preexec_fn=child)  # fmt: skip
-        deadline = time.monotonic() + 120
-        while not out.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.02)
-        assert out.exists(), proc.stderr.read() if proc.poll() is not None else "no file"
-        time.sleep(1.0)  # well inside the interval's calls
-        sent = time.monotonic()
-        proc.send_signal(sig)
-        proc.wait(timeout=60)
-        waited = time.monotonic() - sent
+        try:  # the run would last for hours: it never outlives the test
+            deadline = time.monotonic() + 120
+            while not out.exists() and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.02)
+            assert out.exists(), proc.stderr.read() if proc.poll() is not None else "no file"
+            time.sleep(1.0)  # well inside the interval's calls
+            sent = time.monotonic()
+            proc.send_signal(sig)
+            proc.wait(timeout=60)
+            waited = time.monotonic() - sent
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
         assert proc.returncode == 130, proc.stderr.read()
         # calls of <= 1 s (--checkpoint-every 1), then the last checkpoint and the exit
         # (0.3-0.5 s measured on an idle machine, 1.2-1.9 s with both cores busy)
