@@ -252,6 +252,23 @@ class NaturalSplit(System):
     def natural_split(self) -> tuple[maps.Integrator, ...]: ...
 
 
+class PrincipalRotations(System):
+    """The capability of a body with principal moments ``inertia`` whose state is a set
+    of body vectors (m; the heavy top's m and γ) that the flow of m_i²/(2 I_i) turns
+    rigidly about the principal axis e_i (``AxisRotation``, which serves every such
+    body without knowing its class)."""
+
+    inertia: Any
+
+    @abc.abstractmethod
+    def body_vectors(self, x) -> tuple[Any, ...]:
+        """The state's body vectors, m first."""
+
+    @abc.abstractmethod
+    def from_body_vectors(self, vectors: tuple[Any, ...]) -> Any:
+        """The state of these body vectors."""
+
+
 # -- validation shared by the systems ------------------------------------------------------
 def required(given: dict, option: str, system_name: str, fix: str):
     """``given[option]``, or ``InputError`` saying it is required for this system."""

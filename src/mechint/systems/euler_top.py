@@ -22,6 +22,7 @@ from mechint.systems.base import (
     NaturalSplit,
     Parameter,
     PoissonSystem,
+    PrincipalRotations,
     QuadraticVectorField,
     StateOption,
     validate_vector_state,
@@ -53,7 +54,13 @@ class FreeTop(abc.ABC):
 @register_pytree(data=("inertia",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class EulerTop(
-    PoissonSystem, QuadraticVectorField, ExactSolution, LevelSetSampler, NaturalSplit, FreeTop
+    PoissonSystem,
+    QuadraticVectorField,
+    ExactSolution,
+    LevelSetSampler,
+    NaturalSplit,
+    PrincipalRotations,
+    FreeTop,
 ):
     r"""Free rigid body in body angular momentum m ∈ R³ with principal moments I.
 
@@ -183,6 +190,12 @@ class EulerTop(
         """H = Σ H_i, H_i = m_i²/(2 I_i): three exact rotations about the principal axes."""
         return (AxisRotation(0), AxisRotation(1), AxisRotation(2))
 
+    def body_vectors(self, x) -> tuple[Any, ...]:
+        return (x,)
+
+    def from_body_vectors(self, vectors: tuple[Any, ...]) -> Any:
+        return vectors[0]
+
     level_set_keys = ("C",)
 
     def sample_level_set(self, rng: np.random.Generator, count: int, spec: dict) -> np.ndarray:
@@ -262,16 +275,13 @@ class AxisRotation(maps.Integrator):
             raise InputError("axis", f"must be 0, 1 or 2, got {self.axis!r}")
 
     def cannot_serve(self, system) -> str | None:
-        from mechint.systems.heavy_top import AbstractHeavyTop
-
-        return maps.serves_only(system, (EulerTop, AbstractHeavyTop))
+        return maps.serves_only(system, (PrincipalRotations,))
 
     def step(self, system, x, h):
         i = self.axis
-        vectors = x if isinstance(x, tuple) else (x,)  # m, and the heavy top's γ
+        vectors = system.body_vectors(x)  # m, and the heavy top's γ
         theta = h * vectors[0][..., i] / system.inertia[i]
-        y = tuple(spin(v, i, theta) for v in vectors)
-        y = y if isinstance(x, tuple) else y[0]
+        y = system.from_body_vectors(tuple(spin(v, i, theta) for v in vectors))
         return y, maps.ok_status(y)
 
     def preserved(self, system, x, h) -> dict:

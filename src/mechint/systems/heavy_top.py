@@ -47,6 +47,7 @@ from mechint.systems import rigid
 from mechint.systems.base import (
     NaturalSplit,
     Parameter,
+    PrincipalRotations,
     QuadraticVectorField,
     StateOption,
     required,
@@ -70,7 +71,7 @@ def _cross(a, b):
     return jnp.cross(a, b)
 
 
-class AbstractHeavyTop(rigid.Body, QuadraticVectorField, NaturalSplit):
+class AbstractHeavyTop(rigid.Body, QuadraticVectorField, NaturalSplit, PrincipalRotations):
     """What the heavy top and its integrable cases share (see the module docstring).
 
     As a ``rigid.Body`` (n = 3, M = hat(m)) it is served by the discrete Lagrangian map,
@@ -216,6 +217,12 @@ class AbstractHeavyTop(rigid.Body, QuadraticVectorField, NaturalSplit):
         if self.symmetry_axis is not None:
             return (GravityKick(), SymmetricFreeFlow())
         return (GravityKick(), AxisRotation(0), AxisRotation(1), AxisRotation(2))
+
+    def body_vectors(self, x) -> tuple[Any, ...]:
+        return tuple(x)
+
+    def from_body_vectors(self, vectors: tuple[Any, ...]) -> Any:
+        return tuple(vectors)
 
     def body_split(self, x):
         return hat(x[0]), None
