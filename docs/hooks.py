@@ -155,11 +155,14 @@ def _public(module: str) -> list[str]:
 API = {
     "running": (
         "Running",
-        "The drivers: ``simulate`` (host driver: validation, chunks, progress, "
+        "The drivers: ``simulate`` (host driver: chunks sized by time, progress, "
         "checkpoints, failures as data) on top of ``integrate`` (pure, traceable under "
-        "jit, vmap and grad); their results; the errors; sweeps over parameter grids.",
+        "jit, vmap and grad); the run's plan both validate with; their results; the "
+        "errors; sweeps over parameter grids.",
         lambda: [
             "mechint.simulate",
+            "mechint.plan.make_plan",
+            "mechint.plan.Plan",
             "mechint.Trajectory",
             "mechint.integrate",
             "mechint.Solution",
@@ -183,7 +186,8 @@ API = {
                     lambda: _public("mechint.diagnostics")),
     "io": ("Files, sweeps and figures", "Saved runs (NetCDF, CSV with its sidecar), "
            "experiment files, and the figures.",
-           lambda: ["mechint.io", "mechint.sweeps", *_public("mechint.plot")]),
+           lambda: ["mechint.io", "mechint.runfile", "mechint.sweeps",
+                    *_public("mechint.plot")]),
     "lie": ("Lie groups and solvers", "so(n), Symm(n), SO(3) quaternions, the Cayley map; "
             "Newton's method and the small dense solves.",
             lambda: [*_public("mechint.lie"), *_public("mechint.solvers")]),
