@@ -11,3 +11,17 @@ def invoke(argv, capsys):
         main(list(argv))
     out = capsys.readouterr()
     return info.value.code, out.out, out.err
+
+
+def killed_run(out, system, integrator, x0, h, steps, save_every, done, chunk, **kw):
+    """What ``mechint run --out out`` leaves when killed after ``done`` of ``steps``
+    steps: the file and its segments (checkpoints every ``chunk`` body-steps), the writer
+    never closed.  ``kw`` goes to ``simulate`` (e.g. ``compensated=True``)."""
+    import mechint as mi
+    from mechint.runfile import RunFile
+
+    recorded = mi.integrators.Compensated(integrator) if kw.get("compensated") else integrator
+    writer = RunFile(out, system, recorded, h, save_every, steps, "float64", every=0.0)
+    mi.simulate(system, integrator, x0, h, done, save_every, keep=False,
+                on_chunk=writer.append, chunk_steps=chunk, **kw)  # fmt: skip
+    return writer

@@ -13,7 +13,7 @@ import pytest
 import xarray as xr
 
 import mechint as mi
-from tests.cli.helpers import invoke
+from tests.cli.helpers import invoke, killed_run
 
 STEPS, EVERY, H = 40_000_000, 100_000, 0.001
 ARGS = [
@@ -193,7 +193,6 @@ def test_one_writer_per_file_and_an_unfinished_run_is_kept(tmp_path, capsys):
 def test_a_resumed_run_that_fails_numbers_its_failure_from_the_start(tmp_path, capsys):
     """A run killed after 40 steps and resumed fails at step 58 of the whole run (not
     18 of the resumed part): the message and the file say 58, as an uninterrupted run's."""
-    from mechint.runfile import RunFile
 
     argv = [*RUN, "--integrator", "explicit-euler", "--out", str(tmp_path / "f.nc")]
     argv[argv.index("--h") + 1] = "0.5"
@@ -201,18 +200,7 @@ def test_a_resumed_run_that_fails_numbers_its_failure_from_the_start(tmp_path, c
     argv[argv.index("--steps") + 1] = "100"
     top = mi.systems.EulerTop((2.0, 1.0, 0.6667))
     euler = mi.integrators.ExplicitEuler()
-    writer = RunFile(tmp_path / "f.nc", top, euler, 0.5, 1, 100, "float64", every=0.0)
-    mi.simulate(
-        top,
-        euler,
-        [0.45, 0.0, 0.89],
-        0.5,
-        40,
-        1,
-        keep=False,
-        on_chunk=writer.append,
-        chunk_steps=10,
-    )  # fmt: skip  (killed: never closed)
+    killed_run(tmp_path / "f.nc", top, euler, [0.45, 0.0, 0.89], 0.5, 100, 1, 40, 10)
     code, _, err = invoke([*argv, "--resume"], capsys)
     assert code == 1 and "step 58 failed" in err, err
     ds = _open(tmp_path / "f.nc")
@@ -229,7 +217,6 @@ def test_a_compensated_run_resumes_bit_for_bit(tmp_path, capsys):
     its segments) and a resumed --compensated run starts from it: the file equals the
     uninterrupted run's, every variable bit for bit (the midpoint rule on the Euler top
     and on Kepler, 30,000 steps; killed after 17,000)."""
-    from mechint.runfile import RunFile
 
     cases = [
         (["--system", "euler-top", "--inertia", "2,1,0.6667", "--x0", "0.45,0,0.89"],
@@ -244,20 +231,8 @@ def test_a_compensated_run_resumes_bit_for_bit(tmp_path, capsys):
         whole, part = tmp_path / "whole.nc", tmp_path / "part.nc"
         code, _, err = invoke([*argv, "--out", str(whole)], capsys)
         assert code == 0, err
-        recorded = mi.integrators.Compensated(midpoint)
-        writer = RunFile(part, system, recorded, 0.05, 10, 30000, "float64", every=0.0)
-        mi.simulate(
-            system,
-            midpoint,
-            x0,
-            0.05,
-            17000,
-            10,
-            keep=False,
-            compensated=True,
-            on_chunk=writer.append,
-            chunk_steps=3000,
-        )  # fmt: skip  (killed: not closed)
+        writer = killed_run(part, system, midpoint, x0, 0.05, 30000, 10, 17000, 3000,
+                            compensated=True)  # fmt: skip
         assert writer.segments  # some samples only in segments
         code, _, err = invoke([*argv, "--out", str(part), "--resume"], capsys)
         assert code == 0, err

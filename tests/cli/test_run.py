@@ -9,7 +9,7 @@ import xarray as xr
 import mechint as mi
 from mechint.cli.main import main
 from mechint.io import read_csv
-from tests.cli.helpers import invoke
+from tests.cli.helpers import invoke, killed_run
 
 BASE = [
     "run",
@@ -403,21 +403,8 @@ def test_a_killed_run_resumes_on_the_disk_that_held_it(capsys, tmp_path, monkeyp
 
     out = tmp_path / "k.nc"
     argv = [*_replace("--steps", "20000"), "--save-every", "1", "--quiet", "--out", str(out)]
-    from mechint.runfile import RunFile
-
     top = mi.systems.EulerTop((2.0, 1.0, 0.6667))
-    writer = RunFile(out, top, mi.integrators.Kahan(), 0.01, 1, 20000, "float64", every=0.0)
-    mi.simulate(
-        top,
-        mi.integrators.Kahan(),
-        [0.45, 0.0, 0.89],
-        0.01,
-        15000,
-        1,
-        keep=False,
-        on_chunk=writer.append,
-        chunk_steps=2000,
-    )  # fmt: skip  (killed: never closed)
+    killed_run(out, top, mi.integrators.Kahan(), [0.45, 0.0, 0.89], 0.01, 20000, 1, 15000, 2000)
     on_disk = out.stat().st_size + sum(p.stat().st_size for p in segment_dir(out).glob("*.npz"))
     final = 20001 * 48
     # free space: what the finished run needs (twice its file, with the 0.8 share) less
@@ -429,9 +416,7 @@ def test_a_killed_run_resumes_on_the_disk_that_held_it(capsys, tmp_path, monkeyp
         assert ds.attrs["complete"] == 1 and ds.sizes["time"] == 20001
     # without the killed run's own bytes, the same disk would not do
     _machine(monkeypatch, memory=8e9, disk=(2 * final) / 0.8 - on_disk - 4096)
-    writer = RunFile(out, top, mi.integrators.Kahan(), 0.01, 1, 20000, "float64", every=0.0)
-    mi.simulate(top, mi.integrators.Kahan(), [0.45, 0.0, 0.89], 0.01, 15000, 1, keep=False,
-                on_chunk=writer.append, chunk_steps=2000)  # fmt: skip
+    killed_run(out, top, mi.integrators.Kahan(), [0.45, 0.0, 0.89], 0.01, 20000, 1, 15000, 2000)
     on_disk2 = out.stat().st_size + sum(p.stat().st_size for p in segment_dir(out).glob("*.npz"))
     _machine(monkeypatch, memory=8e9, disk=(2 * final) / 0.8 - on_disk2 - 4096)
     code, _, err = _run([*argv, "--resume"], capsys)
