@@ -36,7 +36,7 @@ from mechint.errors import InputError, StepFailure
 from mechint.integrate import blank_failed, decode, initial_carry, run_saves
 from mechint.maps import Reason, unwrap_all
 from mechint.plan import Plan, make_plan
-from mechint.trajectory import Trajectory
+from mechint.trajectory import Trajectory, reason_labels
 
 # Body-steps per chunk: long enough to amortise dispatch, short enough for progress.
 _CHUNK_BODY_STEPS = 1 << 22
@@ -375,7 +375,7 @@ def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=No
         stats={"steps_requested": plan.steps, **(stats or {})},
         failed_step=fail_step,
         residual=residual,
-        reason=labels(codes),
+        reason_code=np.asarray(codes, dtype=np.int8),
     )
 
 
@@ -384,11 +384,6 @@ def _failure(carry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     fail_step, codes = decode(np.asarray(carry[2]))
     residual = np.where(fail_step >= 0, np.asarray(carry[3], dtype=np.float64), 0.0)
     return fail_step, codes, residual
-
-
-def labels(codes) -> np.ndarray:
-    """Reason codes as their labels (what files and datasets store)."""
-    return np.vectorize(lambda code: Reason(int(code)).label, otypes=[object])(codes)
 
 
 def _pad(a: np.ndarray, n: int) -> np.ndarray:
@@ -427,7 +422,7 @@ def _raise_failure(plan: Plan, samples, saved, done, carry, handed: int, n: int)
     failure = {
         "failed_step": np.where(failed >= 0, failed + plan.step0, failed).astype(np.int64),
         "residual": np.asarray(res_kept, dtype=np.float64),
-        "reason": labels(codes_kept).astype(str),
+        "reason": reason_labels(codes_kept).astype(str),
     }
     raise StepFailure(
         step=first + plan.step0,

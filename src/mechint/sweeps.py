@@ -227,8 +227,8 @@ def run_task(task):
     system = systems.get(name)(**params)
     traj = simulate(system, _make_integrator(spec, system), x, h, steps, every, dtype=dtype,
                     throw=False)  # fmt: skip
-    reasons = np.asarray([REASON_LABELS.index(r) for r in np.ravel(traj.reason)], dtype=np.int8)
-    return index, traj.x, (np.asarray(traj.failed_step), np.asarray(traj.residual), reasons)
+    codes = np.asarray(traj.reason_code, dtype=np.int8)
+    return index, traj.x, (np.asarray(traj.failed_step), np.asarray(traj.residual), codes)
 
 
 def sweep(

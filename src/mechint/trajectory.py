@@ -10,6 +10,12 @@ import numpy as np
 
 from mechint import io
 from mechint._compiled import compiled
+from mechint.maps import Reason
+
+
+def reason_labels(codes) -> np.ndarray:
+    """``maps.Reason`` codes as their labels (what files and datasets store)."""
+    return np.vectorize(lambda code: Reason(int(code)).label, otypes=[object])(codes)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -37,7 +43,7 @@ class Trajectory:
     orientation: Any = None
     failed_step: Any = -1
     residual: Any = 0.0
-    reason: Any = "ok"
+    reason_code: Any = 0
     compensation: Any = None
 
     def __repr__(self) -> str:
@@ -56,6 +62,12 @@ class Trajectory:
             f"save_every={self.save_every}, {len(self.t)} samples, {span}; {shapes}{extra}; "
             f"{failed} failed)"
         )
+
+    @property
+    def reason(self) -> np.ndarray:
+        """Why each member failed, as the labels files store ("ok" where it did not):
+        ``reason_code`` (``maps.Reason`` codes) read as words."""
+        return reason_labels(self.reason_code)
 
     @property
     def failed(self) -> np.ndarray:
