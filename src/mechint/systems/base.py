@@ -32,14 +32,12 @@ import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
 from mechint import maps
 from mechint._validate import real_array
 from mechint.errors import InputError
-from mechint.solvers.linear import solve
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,28 +192,29 @@ class PoissonSystem(HamiltonianSystem):
 
 
 class QuadraticVectorField(System):
-    """ẋ = Q(x, x) + Bx + c on a vector state (Q polarized): Kahan's domain.
+    """ẋ = Q(x, x) + Bx + c in a vector z of the state (Q polarized): Kahan's domain.
 
-    ``kahan_step`` is Kahan's map for this field: one linear solve
-    (𝟙 − h Q(x, ·) − (h/2) B) x' = x + (h/2) B x + h c; a system with a closed form
-    overrides it.  ``kahan_integrals(x, h)``: the modified integrals the map keeps
-    exactly on this system (none known in general)."""
+    A system gives its field, never Kahan's map (``integrators.Kahan``, its one home):
+    ``quadratic_form()`` = (Q, B, c) in z = ``to_field(x)`` (x itself unless the state is
+    structured; ``from_field`` is the inverse), and ``euler_coefficients()``, the a_i of
+    ṁ_i = a_i m_j m_k where the field is the Euler top's (Kahan's map then has a
+    closed form; None otherwise).  ``kahan_integrals(x, h)``: the modified integrals
+    the map keeps exactly on this system (none known in general)."""
 
     @abc.abstractmethod
     def quadratic_form(self) -> tuple[Array, Array, Array]: ...
 
-    def kahan_step(self, x, h) -> tuple[Any, maps.StepStatus]:
-        Q, B, c = self.quadratic_form()
-        n = x.shape[-1]
-        A = jnp.eye(n, dtype=x.dtype) - h * jnp.einsum("ijk,j->ik", Q, x) - (0.5 * h) * B
-        rhs = x + (0.5 * h) * (B @ x) + h * c
-        x_next = solve(A, rhs)
-        r = jnp.max(jnp.abs(A @ x_next - rhs)) / (
-            jnp.max(jnp.sum(jnp.abs(A), axis=-1)) * jnp.max(jnp.abs(x_next)) + jnp.max(jnp.abs(rhs))
-        )
-        # a backward error above √eps (1.5e-8 in float64) is a singular system
-        ok = jnp.all(jnp.isfinite(x_next)) & (r < jnp.sqrt(jnp.finfo(x.dtype).eps))
-        return x_next, maps.status(ok, jnp.where(jnp.isfinite(r), r, jnp.inf), maps.Reason.SINGULAR)
+    def to_field(self, x) -> Any:
+        """The vector z in which the field is quadratic."""
+        return x
+
+    def from_field(self, z) -> Any:
+        """The state of the vector z."""
+        return z
+
+    def euler_coefficients(self) -> Any:
+        """(a1, a2, a3) when the field is ṁ_i = a_i m_j m_k ((i, j, k) cyclic), else None."""
+        return None
 
     def kahan_integrals(self, x, h, /) -> dict[str, Any]:
         return {}

@@ -28,9 +28,6 @@ from mechint.systems.base import (
     validate_vector_state,
 )
 
-# |det| below this many ulps of its terms' magnitude counts as singular (Kahan's step).
-_SINGULAR_ULPS = 64.0
-
 
 class FreeTop(abc.ABC):
     """The capability of a system that is the free rigid body on so(3)* in some
@@ -169,9 +166,9 @@ class EulerTop(
         I = np.asarray(self.inertia)
         return bool(I[0] == I[1] or I[1] == I[2] or I[0] == I[2])
 
-    def kahan_step(self, x, h) -> tuple[Float[Array, 3], maps.StepStatus]:
-        """Kahan's step in closed form (``mechint.integrators.kahan``)."""
-        return kahan_step(self.coefficients, x, h)
+    def euler_coefficients(self) -> Float[Array, 3]:
+        """Kahan's map has a closed form here (``integrators.kahan.euler_top_step``)."""
+        return self.coefficients
 
     # -- facts ---------------------------------------------------------------------------
     def as_euler_top(self) -> EulerTop:
@@ -213,37 +210,6 @@ class EulerTop(
 
     def validate_state(self, x, name: str = "x0") -> tuple[np.ndarray, bool]:
         return validate_vector_state(name, x, 3)
-
-
-def kahan_step(
-    a: Float[Array, 3], m: Float[Array, 3], h
-) -> tuple[Float[Array, 3], maps.StepStatus]:
-    """Closed-form Kahan step for the Euler top with coefficients a = (a1, a2, a3).
-
-    With ε = h/2, p, q, r = ε a1, ε a2, ε a3, s1 = q r m1², s2 = p r m2², s3 = p q m3²,
-    t = 2 p q r m1 m2 m3 and det = 1 − s1 − s2 − s3 − t:
-    m1' = (m1 (1 + s2 + s3 − s1) + 2 p m2 m3)/det, and cyclically.  The step fails
-    (SINGULAR) when |det| is within 64 ulp of the size of its terms."""
-    eps = 0.5 * h
-    p, q, r = eps * a[0], eps * a[1], eps * a[2]
-    m1, m2, m3 = m[..., 0], m[..., 1], m[..., 2]
-    s1, s2, s3 = q * r * m1 * m1, p * r * m2 * m2, p * q * m3 * m3
-    t = 2.0 * p * q * r * m1 * m2 * m3
-    det = 1.0 - s1 - s2 - s3 - t
-    num = jnp.stack(
-        [
-            m1 * (1.0 + s2 + s3 - s1) + 2.0 * p * m2 * m3,
-            m2 * (1.0 + s3 + s1 - s2) + 2.0 * q * m3 * m1,
-            m3 * (1.0 + s1 + s2 - s3) + 2.0 * r * m1 * m2,
-        ],
-        axis=-1,
-    )
-    m_next = num / det[..., None]
-    scale = 1.0 + jnp.abs(s1) + jnp.abs(s2) + jnp.abs(s3) + jnp.abs(t)
-    ok = (jnp.abs(det) > _SINGULAR_ULPS * jnp.finfo(det.dtype).eps * scale) & jnp.all(
-        jnp.isfinite(m_next), axis=-1
-    )
-    return m_next, maps.status(ok, jnp.abs(det), maps.Reason.SINGULAR)
 
 
 def spin(v: Float[Array, "... 3"], i: int, theta) -> Float[Array, "... 3"]:
