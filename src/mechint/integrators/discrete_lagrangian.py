@@ -68,7 +68,8 @@ from mechint.maps import (
 from mechint.solvers import Newton
 from mechint.solvers.linear import matmul, positive_stable
 from mechint.systems import rigid
-from mechint.systems.euler_top import EulerTop, FreeTop
+from mechint.systems.base import MoserVeselovBody
+from mechint.systems.euler_top import FreeTop
 
 
 def _residual(W, args):
@@ -110,15 +111,9 @@ class BodyRotationMap(Integrator):
 _order = whole_number("order")
 
 
-def moments(system) -> jnp.ndarray:
+def moments(system: MoserVeselovBody) -> jnp.ndarray:
     """The principal moments I of an n = 3 body: I = (J2+J3, J1+J3, J1+J2) = ΣJ − J."""
-    if isinstance(system, EulerTop):
-        return system.inertia
-    return jnp.sum(system.J) - system.J
-
-
-def _size(system) -> int:
-    return 3 if isinstance(system, EulerTop) else system.n
+    return system.principal_moments()
 
 
 def _free(system) -> bool:
@@ -169,13 +164,13 @@ class DiscreteLagrangian(BodyRotationMap):
         return Traits(order=self.order, symmetric=True, explicit=False, poisson=True)
 
     def cannot_serve(self, system: Any) -> str | None:
-        why = serves_only(system, (rigid.Body, EulerTop))
+        why = serves_only(system, (MoserVeselovBody,))
         if why is not None:
             return (
                 why + " (FreeRigidBody, QuadraticPotentialTop, ClebschTop, the heavy tops, "
                 "EulerTop)"
             )
-        n = _size(system)
+        n = system.n
         if self.order > 2 and n != 3:
             return (
                 f"order {self.order} (Hairer–Vilmart's preprocessing) is for n = 3 bodies, "
@@ -234,9 +229,9 @@ class DiscreteLagrangian(BodyRotationMap):
     def free_step(self, system, x, h, *, suris: bool = True):
         """The Moser–Veselov step (x_{k+1}, W_k, StepStatus); ``suris``: P enters the W
         equation (Suris's map, order 2), else P is only carried along by W."""
-        if isinstance(system, EulerTop):
-            m_next, _, W, st = self._three(system, x, h)
-            return m_next, W, st
+        if _free(system) and system.n == 3:  # in its momentum m: three unknowns, no hat
+            m_next, _, W, st = self._three(system, system.to_momentum(x), h)
+            return system.from_momentum(m_next), W, st
         M, P = system.body_split(x)
         if not suris:
             P = None
@@ -251,8 +246,6 @@ class DiscreteLagrangian(BodyRotationMap):
 
     def step_with_rotation(self, system: Any, x, h):
         """One step; returns (x_{k+1}, W_k, StepStatus) (W_k = g_kᵀ g_{k+1})."""
-        if isinstance(system, EulerTop):
-            return self.free_step(system, x, h)
         if self.order == 2 or _free(system):
             x = system.body_kick(x, 0.5 * h)
             x, W, st = self.free_step(system, x, h)

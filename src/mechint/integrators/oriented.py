@@ -21,8 +21,7 @@ from mechint.integrators.discrete_lagrangian import BodyRotationMap
 from mechint.lie import orthonormalize
 from mechint.maps import Integrator, StepStatus, Wrapper
 from mechint.solvers.linear import matmul
-from mechint.systems.euler_top import EulerTop
-from mechint.systems.rigid import Body
+from mechint.systems.base import MoserVeselovBody
 
 
 @final
@@ -55,6 +54,6 @@ class Oriented(Wrapper):
         return self.initial(system, given, batched, batch)
 
     @staticmethod
-    def initial(system: Body | EulerTop, g0, batched: bool, batch: int) -> np.ndarray:
+    def initial(system: MoserVeselovBody, g0, batched: bool, batch: int) -> np.ndarray:
         """Validate the initial attitude g0 ∈ SO(n) (one, or one per batch member)."""
         return _validate.rotations("orientation", g0, system.n, batched, batch)

@@ -251,6 +251,48 @@ class NaturalSplit(System):
     def natural_split(self) -> tuple[maps.Integrator, ...]: ...
 
 
+class MoserVeselovBody(System):
+    """The capability of a rigid body the discrete Lagrangian map serves (``rigid.Body``
+    on so(n); the Euler top, n = 3): its size ``n``, its principal moments (n = 3), the
+    body split x ↦ (M, P or None) with its update under a body rotation W, and the kicks
+    of a potential that the map takes outside its Moser–Veselov step.  The map asks
+    these hooks, never the body's class."""
+
+    @property
+    @abc.abstractmethod
+    def n(self) -> int:
+        """The body's dimension: its attitude lies in SO(n)."""
+
+    @abc.abstractmethod
+    def principal_moments(self) -> Any:
+        """I = (J2+J3, J1+J3, J1+J2) of an n = 3 body."""
+
+    @abc.abstractmethod
+    def body_split(self, x) -> tuple[Any, Any]:
+        """(M, P) of the state, P = None for the free body."""
+
+    @abc.abstractmethod
+    def body_advance(self, x, M_next, W) -> Any:
+        """The next state from M_{k+1} and the body rotation W_k."""
+
+    def body_kick(self, x, t) -> Any:
+        """The exact flow for time t of a potential that the discrete Lagrangian map
+        takes as half kicks on both sides of its Moser–Veselov step (the heavy top's
+        χ·γ); the identity for the free bodies and for those whose potential is inside
+        the discrete Lagrangian (Suris's)."""
+        return x
+
+    def potential_kick(self, x, t) -> Any:
+        """The exact flow for time t of the body's potential alone (M moves, the rest
+        is fixed): the piece that splitting methods alternate with the free body."""
+        return self.body_kick(x, t)
+
+    def split_invariants(self, x) -> dict | None:
+        """What the discrete Lagrangian map keeps on a body with ``body_kick`` (None:
+        the map's own integrals, ``DiscreteLagrangian.preserved``)."""
+        return None
+
+
 class PrincipalRotations(System):
     """The capability of a body with principal moments ``inertia`` whose state is a set
     of body vectors (m; the heavy top's m and γ) that the flow of m_i²/(2 I_i) turns

@@ -15,10 +15,11 @@ from mechint._pytree import register_pytree
 from mechint._validate import positive_scalar, positive_vector, shown, traced
 from mechint.errors import InputError
 from mechint.exact.euler_top import euler_top as exact_euler_top
-from mechint.lie import hat
+from mechint.lie import hat, vee
 from mechint.systems.base import (
     ExactSolution,
     LevelSetSampler,
+    MoserVeselovBody,
     NaturalSplit,
     Parameter,
     PoissonSystem,
@@ -57,6 +58,7 @@ class EulerTop(
     LevelSetSampler,
     NaturalSplit,
     PrincipalRotations,
+    MoserVeselovBody,
     FreeTop,
 ):
     r"""Free rigid body in body angular momentum m ∈ R³ with principal moments I.
@@ -74,7 +76,6 @@ class EulerTop(
     inertia: Float[Array, 3]
 
     name: ClassVar[str] = "euler-top"
-    n: ClassVar[int] = 3  # the body's dimension: its attitude lies in SO(3)
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
         Parameter("inertia", "principal moments I1,I2,I3", required=True, example="2,1,0.6667"),
     )
@@ -165,6 +166,20 @@ class EulerTop(
             return False
         I = np.asarray(self.inertia)
         return bool(I[0] == I[1] or I[1] == I[2] or I[0] == I[2])
+
+    # -- the n = 3 body the discrete Lagrangian map serves (MoserVeselovBody) ----------
+    @property
+    def n(self) -> int:
+        return 3  # the body's dimension: its attitude lies in SO(3)
+
+    def principal_moments(self) -> Float[Array, 3]:
+        return self.inertia
+
+    def body_split(self, x) -> tuple[Any, Any]:
+        return hat(x), None
+
+    def body_advance(self, x, M_next, W) -> Any:
+        return vee(M_next)
 
     def euler_coefficients(self) -> Float[Array, 3]:
         """Kahan's map has a closed form here (``integrators.kahan.euler_top_step``)."""

@@ -9,7 +9,6 @@ L(−λ) = L(λ)ᵀ).
 
 from __future__ import annotations
 
-import abc
 from typing import Any, ClassVar
 
 import jax.numpy as jnp
@@ -21,6 +20,7 @@ from mechint.errors import InputError
 from mechint.lie import so_index, sym_index
 from mechint.systems.base import (
     LevelSetSampler,
+    MoserVeselovBody,
     Parameter,
     PoissonSystem,
     StateOption,
@@ -37,7 +37,7 @@ def inertia(J) -> np.ndarray:
     return positive_vector("J", J, None, min_length=2)
 
 
-class Body(PoissonSystem, LevelSetSampler):
+class Body(PoissonSystem, LevelSetSampler, MoserVeselovBody):
     """The capability of the rigid bodies on so(n) (served by the discrete Lagrangian
     map): the parameter J (validated), n, the shape of the matrix leaf of the state, the
     repr, random states on the Casimirs' level set, and the body split
@@ -68,37 +68,15 @@ class Body(PoissonSystem, LevelSetSampler):
     def state_shape(self) -> tuple[int, ...]:
         return (self.n, self.n)
 
+    def principal_moments(self) -> Any:
+        """I = ΣJ − J (n = 3)."""
+        return jnp.sum(self.J) - self.J
+
     def omega(self, M: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
         return omega(M, self.J)
 
     def parameters(self) -> dict:
         return {"J": [float(v) for v in np.asarray(self.J)]}
-
-    @abc.abstractmethod
-    def body_split(self, x) -> tuple[Any, Any]:
-        """(M, P) of the state, P = None for the free body (P = ppᵀ for Clebsch)."""
-
-    @abc.abstractmethod
-    def body_advance(self, x, M_next, W) -> Any:
-        """The next state from M_{k+1} and the body rotation W_k (P ↦ WᵀPW, p ↦ Wᵀp)."""
-
-    def body_kick(self, x, t) -> Any:
-        """The exact flow for time t of a potential that the discrete Lagrangian map
-        takes as half kicks on both sides of its Moser–Veselov step (the heavy top's
-        χ·γ); the identity for the bodies whose potential is inside the discrete
-        Lagrangian (Suris's)."""
-        return x
-
-    def potential_kick(self, x, t) -> Any:
-        """The exact flow for time t of the body's potential alone (M moves, the rest
-        is fixed): the piece that splitting methods alternate with the free body.  The
-        heavy tops' is ``body_kick``; Suris's bodies override it."""
-        return self.body_kick(x, t)
-
-    def split_invariants(self, x) -> dict | None:
-        """What the discrete Lagrangian map keeps on a body with ``body_kick`` (None:
-        the map's own integrals, ``DiscreteLagrangian.preserved``)."""
-        return None
 
     def sample_level_set(self, rng: np.random.Generator, count: int, spec: dict) -> Any:
         """Q·x·Qᵀ (and Qp) for Haar-random Q ∈ SO(n) around the one base state given in
