@@ -2,11 +2,15 @@ import atexit
 import ctypes
 import ctypes.util
 import gc
+import importlib.util
 import os
 import shutil
 import sys
 import tempfile
 import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any, cast
 
 # One on-disk compilation cache for the whole session, shared by the subprocesses the
 # tests start (``mechint run`` being killed and resumed, Dask workers): each program is
@@ -70,6 +74,22 @@ def release_all() -> None:
 
     jax.clear_caches()
     _trim()
+
+
+def load_module(name: str, path: Path) -> ModuleType:
+    """The Python file at ``path`` imported as module ``name`` (a script, an example, the
+    docs' hooks: files outside any package)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, f"cannot import {path}"
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def cache_size(jitted: object) -> int:
+    """The number of programs compiled for the ``jax.jit``-wrapped ``jitted`` (JAX's
+    private, untyped ``_cache_size``)."""
+    return int(cast(Any, jitted)._cache_size())
 
 
 def _release() -> None:

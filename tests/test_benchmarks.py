@@ -1,9 +1,10 @@
 """The benchmark scripts run (small sizes); their numbers are printed, never asserted."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import load_module
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -11,8 +12,6 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 @pytest.mark.parametrize("script", sorted(BENCH.glob("[!_]*.py")), ids=lambda p: p.stem)
 def test_benchmark_runs_quick(script, capsys, monkeypatch):
     monkeypatch.syspath_prepend(str(BENCH))  # their shared helpers, as when run as scripts
-    spec = importlib.util.spec_from_file_location(script.stem, script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module(script.stem, script)
     module.main(quick=True)
     assert "targets" in capsys.readouterr().out

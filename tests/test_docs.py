@@ -3,20 +3,18 @@ table complete, the getting-started commands true.  (``make test`` also builds t
 site strictly: ``make docs-check``.)"""
 
 import importlib
-import importlib.util
 import inspect
 from pathlib import Path
 
 import mechint as mi
+from mechint.integrators.registry import INTEGRATORS
+from tests.conftest import load_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _hooks():
-    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module("docs_hooks", ROOT / "docs" / "hooks.py")
 
 
 def test_every_public_name_is_on_an_api_page_with_its_own_docstring():
@@ -40,7 +38,7 @@ def test_every_public_name_is_on_an_api_page_with_its_own_docstring():
 
 def test_the_methods_table_covers_every_integrator_and_system():
     page = _hooks().methods_page()
-    for name in mi.integrators.registry.INTEGRATORS:
+    for name in INTEGRATORS:
         assert page.count(f"| `{name}` |") == 2, name  # the traits row and the kept row
     for name in mi.systems.SYSTEMS:
         assert f"`{name}`" in page, name

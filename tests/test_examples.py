@@ -1,18 +1,16 @@
 """Every example runs (small size) and reports the facts it is about."""
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
+
+from tests.conftest import load_module
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(name, EXAMPLES / f"{name}.py")
 
 
 def test_quickstart():

@@ -34,7 +34,7 @@ def _stream(out, system, integrator, x0, h, steps, every, chunk, **kw):
     return traj, merges
 
 
-def _same_file(a, b, system=TOP):
+def _same_file(a, b, system: mi.systems.System = TOP):
     """The same file: every variable bit for bit, the invariants (computed chunk by chunk
     in one, at once in the other: issue 31.5) and the checksum included."""
     with xr.open_dataset(a, engine="h5netcdf") as da, xr.open_dataset(b, engine="h5netcdf") as db:

@@ -9,6 +9,7 @@ import pytest
 
 import mechint as mi
 from mechint.integrators.base import Integrator, Reason, Traits, status
+from tests.conftest import cache_size
 
 
 def test_saved_grid_and_final_state(top, m0):
@@ -73,7 +74,7 @@ def test_chunks_sized_by_time_give_the_same_states_with_one_compile(
 
     whole = mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 200_000, 10)
     monkeypatch.setattr(sys.modules["mechint.simulate"], "_clock", _Clock(per_call))
-    before = _advance._cache_size()
+    before = cache_size(_advance)
     chunks = []
     last = mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 200_000, 10, keep=False,
                        chunk_steps=100_000, chunk_seconds=2e-3, on_chunk=chunks.append)  # fmt: skip
@@ -87,7 +88,7 @@ def test_chunks_sized_by_time_give_the_same_states_with_one_compile(
     assert last.stats["calls"] == len(chunks) <= 20_000 // first + 1
     if machine == "steady":  # 1 ms per call, 2 ms wanted: the chunks grow
         assert max(sizes) >= 2 * first
-    assert _advance._cache_size() - before <= 1
+    assert cache_size(_advance) - before <= 1
     assert last.stats["compile_time"] <= last.stats["wall_time"]
     with pytest.raises(mi.InputError, match="chunk_seconds"):
         mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 10, chunk_seconds=0.0)
@@ -147,10 +148,10 @@ def test_compiled_once_per_system_type_and_integrator(top, m0):
     from mechint.simulate import _advance
 
     mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 500, 50)
-    before = _advance._cache_size()
+    before = cache_size(_advance)
     other = mi.systems.EulerTop((5.0, 3.0, 1.0))
     mi.simulate(other, mi.integrators.Kahan(), m0 * 2, 0.02, 500, 50)
-    assert _advance._cache_size() == before
+    assert cache_size(_advance) == before
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +175,10 @@ class FailsAtTime(Integrator):
 class TimedTop(mi.systems.System):
     top: mi.systems.EulerTop
     state_fields = (("m", ("axis",)),)
-    state_shape = (4,)
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (4,)
 
     def vector_field(self, x):
         return self.top.vector_field(x)
@@ -253,7 +257,10 @@ def test_save_every_error_suggests_a_divisor(top, m0):
 def test_integrator_that_cannot_serve_system_says_so_before_any_step(m0):
     class NotATop(mi.systems.System):
         state_fields = (("m", ("axis",)),)
-        state_shape = (3,)
+
+        @property
+        def state_shape(self) -> tuple[int, ...]:
+            return (3,)
 
         def validate_state(self, x, name="x0"):
             return np.asarray(x, dtype=float), False

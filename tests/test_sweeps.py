@@ -2,6 +2,7 @@
 
 import os
 import time
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -169,19 +170,21 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(lean):
         "grid": {"inertia": [[2, 1, 0.6667], [3, 2, 1], [4, 2, 1]]},
     }
     reference = sweeps.sweep(slow)
+    no_dashboard = cast(str, None)  # None turns it off (Dask's default ":8787" types it str)
     cluster = LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None,
+        dashboard_address=no_dashboard,
     )  # fmt: skip
     with cluster, Client(cluster) as client:
-        workers = client.run(os.getpid)
+        # a Client made without asynchronous=True answers at once (typed as either)
+        workers = cast(dict[str, int], client.run(os.getpid))
         victim = sorted(workers)[0]
         killed = {}
         stop = threading.Event()
 
         def kill_once_busy():  # the kill lands while the victim holds a task, not on a timer
             while not stop.is_set():
-                if client.processing().get(victim):
+                if cast(dict[str, Any], client.processing()).get(victim):
                     killed["at"] = time.monotonic()
                     os.kill(workers[victim], signal.SIGKILL)
                     return
@@ -253,7 +256,7 @@ def test_an_unreachable_scheduler_is_one_line_within_the_timeout(listener, monke
         server.listen()  # accepts connections, answers nothing
     try:
         start = time.monotonic()
-        with pytest.raises(mi.errors.InputError, match="no Dask scheduler answered") as info:
+        with pytest.raises(mi.InputError, match="no Dask scheduler answered") as info:
             sweeps.sweep(EXPERIMENT, scheduler=f"tcp://127.0.0.1:{port}")
         assert time.monotonic() - start < 8, time.monotonic() - start
         assert info.value.parameter == "scheduler"

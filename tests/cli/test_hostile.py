@@ -4,6 +4,7 @@ that claims to be complete when it is not", tested with hypothesis."""
 
 import json
 import os
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -124,7 +125,9 @@ def test_a_leading_minus_is_a_value_and_an_empty_demo_folder_is_refused(tmp_path
 
 class io_open:
     def __init__(self, path):
-        self.attrs = io.saved_attrs(path)
+        attrs = io.saved_attrs(path)
+        assert attrs is not None, path
+        self.attrs = attrs
 
     def __enter__(self):
         return self.attrs
@@ -153,14 +156,17 @@ X = np.array([0.45, 0.0, 0.89])
     ("call", "needle"),
     [
         (lambda: mi.diagnostics.poisson_defect(TOP, mi.integrators.Kahan(), X, 0.0), "h: must"),
-        (lambda: mi.diagnostics.check(TOP, mi.integrators.Kahan(), X, "h"), "h: expected"),
+        (
+            lambda: mi.diagnostics.check(TOP, mi.integrators.Kahan(), X, cast(Any, "h")),
+            "h: expected",
+        ),
         (
             lambda: mi.simulate(TOP, mi.integrators.Kahan(), X, 0.01, 10, chunk_steps=0),
             "chunk_steps",
         ),
         (lambda: mi.diagnostics.compare(TOP, [], X, 0.1, 1.0), "integrators: expected"),
         (
-            lambda: mi.integrators.Composition(mi.integrators.StormerVerlet, "yoshida4"),
+            lambda: mi.integrators.Composition(cast(Any, mi.integrators.StormerVerlet), "yoshida4"),
             "pass an instance",
         ),
         (lambda: mi.systems.EulerTop([[2, 1, 0.6667]]), "an array of shape (1, 3)"),
@@ -168,7 +174,7 @@ X = np.array([0.45, 0.0, 0.89])
     ids=["poisson h=0", "check h str", "chunk_steps=0", "compare []", "class", "2-d inertia"],
 )
 def test_api_misuse_is_an_input_error_naming_the_parameter(call, needle):
-    with pytest.raises(mi.errors.InputError, match=None) as info:
+    with pytest.raises(mi.InputError, match=None) as info:
         call()
     assert needle in str(info.value), str(info.value)
 

@@ -8,7 +8,7 @@ import xarray as xr
 
 import mechint as mi
 from mechint.cli.main import main
-from mechint.io import read_csv
+from mechint.io import csv_metadata_path, read_csv
 from tests.cli.helpers import invoke, killed_run
 
 BASE = [
@@ -187,7 +187,7 @@ def test_a_failed_run_records_its_failure_in_its_file(suffix, changes, failed, s
             got, reason = ds["failed_step"].values, ds["reason"].values.astype(str)
             held = ds.sizes["time"]
     else:
-        record = json.loads(mi.io.csv_metadata_path(out).read_text())["mechint"]
+        record = json.loads(csv_metadata_path(out).read_text())["mechint"]
         got, reason = np.asarray(record["failed_step"]), np.asarray(record["reason"])
         held = len(np.unique(read_csv(out)["t"]))
     assert np.array_equal(got, failed), got

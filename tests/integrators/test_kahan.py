@@ -1,3 +1,5 @@
+from typing import cast
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -101,7 +103,8 @@ def test_singular_kahan_matrix_stops_the_run_with_step_and_residual():
         p, q, r = eps * a
         return 1 - q * r - p * r - p * q - 2 * p * q * r * m.prod()
 
-    eps_star = brentq(det, 0.1, 10.0)  # the smallest step with a singular Kahan matrix
+    # the smallest step with a singular Kahan matrix (brentq's root, without full_output)
+    eps_star = cast(float, brentq(det, 0.1, 10.0))
     with pytest.raises(mi.StepFailure) as info:
         mi.simulate(top, mi.integrators.Kahan(), m, 2 * eps_star, 10, 1)
     failure = info.value

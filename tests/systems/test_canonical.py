@@ -1,5 +1,7 @@
 """Canonical systems: structure, first integrals, exact solutions, input errors."""
 
+from typing import Any, cast
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -91,7 +93,7 @@ def test_input_errors_name_the_parameter():
     with pytest.raises(mi.InputError, match=r"omega.*> 0"):
         S.Pendulum(-1.0)
     with pytest.raises(mi.InputError, match="mu"):
-        S.Kepler([1.0, 2.0])
+        S.Kepler(cast(Any, [1.0, 2.0]))  # not a scalar, on purpose
     with pytest.raises(mi.InputError, match=r"T.*scalar"):
         S.SeparableHamiltonian(lambda p: p**2, lambda q: jnp.sum(q), 2)
     with pytest.raises(mi.InputError, match=r"V.*function"):

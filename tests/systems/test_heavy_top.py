@@ -9,6 +9,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import mechint as mi
+from mechint.systems.rigid import haar_so
 from tests.cli.helpers import invoke
 
 S, I = mi.systems, mi.integrators
@@ -183,7 +184,7 @@ def test_discrete_lagrangian_carries_the_attitude():
     """With g0, γ_k = g_kᵀ e_z at every saved step to round-off, and g_k stays in SO(3)."""
     top = CASES["heavy"]
     rng = np.random.default_rng(0)
-    g0 = mi.systems.rigid.haar_so(rng, 1, 3)[0]
+    g0 = haar_so(rng, 1, 3)[0]
     m0 = np.array([0.45, -0.3, 0.89])
     traj = mi.simulate(top, I.DiscreteLagrangian(), (m0, g0[2]), 0.05, 2000, 100,
                        orientation=g0)  # fmt: skip

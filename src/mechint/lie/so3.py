@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 
-def hat(v: Float[Array, "... 3"]) -> Float[Array, "... 3 3"]:
+def hat(v: Float[ArrayLike, "... 3"]) -> Float[Array, "... 3 3"]:
     """hat(v) = [[0, -v3, v2], [v3, 0, -v1], [-v2, v1, 0]], so hat(v) w = v × w."""
     v = jnp.asarray(v)
     v1, v2, v3 = v[..., 0], v[..., 1], v[..., 2]
@@ -21,13 +21,13 @@ def hat(v: Float[Array, "... 3"]) -> Float[Array, "... 3 3"]:
     )
 
 
-def vee(A: Float[Array, "... 3 3"]) -> Float[Array, "... 3"]:
+def vee(A: Float[ArrayLike, "... 3 3"]) -> Float[Array, "... 3"]:
     """Inverse of ``hat`` on skew matrices: vee(hat(v)) = v."""
     A = jnp.asarray(A)
     return jnp.stack([A[..., 2, 1], A[..., 0, 2], A[..., 1, 0]], axis=-1)
 
 
-def quaternion(R: Float[Array, "... 3 3"]) -> Float[Array, "... 4"]:
+def quaternion(R: Float[ArrayLike, "... 3 3"]) -> Float[Array, "... 4"]:
     """A quaternion q = (w, u) of the rotation R, not normalized (Shepperd's method: of
     4w², 4u_i², the candidate 1 + tr R or 1 + 2R_ii − tr R that is largest is the stable
     one, and scaling by it leaves no square root).  ``rotate`` accepts it as it is."""

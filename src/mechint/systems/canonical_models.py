@@ -11,6 +11,8 @@ from typing import ClassVar, final
 
 import jax.numpy as jnp
 import numpy as np
+import numpy.typing as npt
+from jax.typing import ArrayLike
 from jaxtyping import Array, Float
 
 from mechint._pytree import register_pytree
@@ -49,7 +51,7 @@ class HarmonicOscillator(Separable, ExactSolution):
 
     energy_degree: ClassVar[int | None] = 2
 
-    def __init__(self, omega=1.0):
+    def __init__(self, omega: npt.ArrayLike = 1.0):
         w = real_array("omega", omega)
         w = w.reshape(1) if w.ndim == 0 else w
         object.__setattr__(self, "omega", jnp.asarray(positive_vector("omega", w, None)))
@@ -89,7 +91,7 @@ class Pendulum(Separable):
     )
     dof = 1
 
-    def __init__(self, omega=1.0):
+    def __init__(self, omega: ArrayLike = 1.0):
         object.__setattr__(self, "omega", jnp.asarray(positive_scalar("omega", omega)))
 
     def __repr__(self) -> str:
@@ -140,7 +142,7 @@ class Kepler(Separable, ReducedEnergy, ExactSolution):
     def quadratic_invariants(self) -> tuple[str, ...]:
         return ("L",)
 
-    def __init__(self, mu=1.0):
+    def __init__(self, mu: ArrayLike = 1.0):
         object.__setattr__(self, "mu", jnp.asarray(positive_scalar("mu", mu)))
 
     def __repr__(self) -> str:
@@ -229,7 +231,7 @@ class HenonHeiles(Separable):
     dof = 2
     energy_degree: ClassVar[int | None] = 3
 
-    def __init__(self, lam=1.0):
+    def __init__(self, lam: ArrayLike = 1.0):
         object.__setattr__(self, "lam", jnp.asarray(positive_scalar("lam", lam)))
 
     def __repr__(self) -> str:

@@ -112,13 +112,13 @@ class EulerTop(
         m1, m2, m3 = m[..., 0], m[..., 1], m[..., 2]
         return jnp.stack([a[0] * m2 * m3, a[1] * m3 * m1, a[2] * m1 * m2], axis=-1)
 
-    def hamiltonian(self, m: Float[Array, "... 3"]) -> Float[Array, ...]:
+    def hamiltonian(self, m: Float[Any, "... 3"]) -> Float[Array, ...]:
         return 0.5 * jnp.sum(m * m / self.inertia, axis=-1)
 
-    def casimirs(self, m: Float[Array, "... 3"]) -> dict[str, Float[Array, ...]]:
+    def casimirs(self, m: Float[Any, "... 3"]) -> dict[str, Float[Array, ...]]:
         return {"C": 0.5 * jnp.sum(m * m, axis=-1)}
 
-    def invariants(self, m: Float[Array, "... 3"]) -> dict[str, Float[Array, ...]]:
+    def invariants(self, m: Float[Any, "... 3"]) -> dict[str, Float[Array, ...]]:
         return {"H": self.hamiltonian(m), **self.casimirs(m)}
 
     def poisson_tensor(self, m: Float[Array, "... 3"]) -> Float[Array, "... 3 3"]:

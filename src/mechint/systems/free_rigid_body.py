@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, final
+from typing import Any, ClassVar, final
 
 import jax.numpy as jnp
 import numpy as np
@@ -58,13 +58,13 @@ class FreeRigidBody(rigid.Body, FreeTop):
         return so3.hat(m)
 
     # -- structure ---------------------------------------------------------------------
-    def vector_field(self, M: Float[Array, "... n n"]) -> Float[Array, "... n n"]:
+    def vector_field(self, M: Float[Any, "... n n"]) -> Float[Array, "... n n"]:
         return commutator(M, self.omega(M))
 
-    def hamiltonian(self, M: Float[Array, "... n n"]) -> Float[Array, ...]:
+    def hamiltonian(self, M: Float[Any, "... n n"]) -> Float[Array, ...]:
         return rigid.kinetic(M, self.J)
 
-    def casimirs(self, M: Float[Array, "... n n"]) -> dict[str, Float[Array, ...]]:
+    def casimirs(self, M: Float[Any, "... n n"]) -> dict[str, Float[Array, ...]]:
         out, power = {}, M
         for i in range(1, self.n // 2 + 1):
             power = M @ M if i == 1 else power @ M @ M
@@ -75,7 +75,7 @@ class FreeRigidBody(rigid.Body, FreeTop):
         """L(λ) = λM + λ²J² (P = 0)."""
         return lam * M + lam**2 * jnp.diag(self.J**2)
 
-    def lax_integrals(self, M: Float[Array, "... n n"]) -> Float[Array, "... m"]:
+    def lax_integrals(self, M: Float[Any, "... n n"]) -> Float[Array, "... m"]:
         """Manakov's integrals: coefficients of tr (M + λJ²)^k that are not Casimirs."""
         return rigid.lax_integrals(M, None, self.J, free=True)
 
