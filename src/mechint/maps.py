@@ -24,13 +24,16 @@ import abc
 import dataclasses
 import enum
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from mechint.errors import UnsupportedError
+
+if TYPE_CHECKING:
+    from mechint.solvers.newton import Newton
 
 
 class Reason(enum.IntEnum):
@@ -231,6 +234,15 @@ def kept(system, names, x) -> dict[str, Float[Array, ...]]:
         return {}
     values = system.invariants(x)
     return {name: values[name] for name in names if name in values}
+
+
+class ImplicitIntegrator(Integrator):
+    """A map that solves implicit equations by Newton's method (always, or for the
+    systems that need it: Störmer–Verlet and symplectic Euler on a non-separable H).
+    ``solver`` holds the settings (``solvers.Newton``: tolerance, iterations); a solve
+    that does not converge fails the step (``Reason.NOT_CONVERGED``), never silently."""
+
+    solver: Newton
 
 
 class Wrapper(Integrator):

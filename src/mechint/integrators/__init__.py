@@ -33,7 +33,16 @@ from mechint.integrators.splitting import Splitting
 from mechint.integrators.stages import SPLITTING_SCHEMES, SplittingScheme
 from mechint.integrators.stormer_verlet import StormerVerlet
 from mechint.integrators.symplectic_euler import SymplecticEuler
-from mechint.maps import EXACT, Integrator, Reason, Setting, StepStatus, Traits
+from mechint.maps import (
+    EXACT,
+    ImplicitIntegrator,
+    Integrator,
+    Reason,
+    Setting,
+    StepStatus,
+    Traits,
+    Wrapper,
+)
 
 
 def get(name: str):
@@ -62,6 +71,7 @@ __all__ = [
     "ExplicitRungeKutta",
     "Gauss",
     "GravityKick",
+    "ImplicitIntegrator",
     "ImplicitMidpoint",
     "Integrator",
     "Kahan",
@@ -78,6 +88,7 @@ __all__ = [
     "SymmetricFreeFlow",
     "SymplecticEuler",
     "Traits",
+    "Wrapper",
     "build",
     "flows",
     "get",

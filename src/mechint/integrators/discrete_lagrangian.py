@@ -55,6 +55,7 @@ from mechint.errors import InputError
 from mechint.integrators import composition_schemes, dmv
 from mechint.lie import cayley, orthonormalize, so3, so_dim, so_hat, so_index, so_vee
 from mechint.maps import (
+    ImplicitIntegrator,
     Integrator,
     Reason,
     Setting,
@@ -122,7 +123,7 @@ def _free(system) -> bool:
 
 
 @dataclasses.dataclass(frozen=True)
-class DiscreteLagrangian(BodyRotationMap):
+class DiscreteLagrangian(BodyRotationMap, ImplicitIntegrator):
     """Suris / Moser-Veselov map for FreeRigidBody, QuadraticPotentialTop and ClebschTop
     (every ``systems.Body``) and the Euler top.
 

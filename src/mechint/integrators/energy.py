@@ -42,7 +42,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechint.errors import InputError
-from mechint.maps import Integrator, Reason, Setting, StepStatus, Traits, kept, serves_only, status
+from mechint.maps import (
+    ImplicitIntegrator,
+    Reason,
+    Setting,
+    StepStatus,
+    Traits,
+    kept,
+    serves_only,
+    status,
+)
 from mechint.solvers import Newton
 from mechint.systems.base import PoissonSystem
 from mechint.systems.canonical import ReducedEnergy
@@ -161,7 +170,7 @@ def _discrete_gradient_step(solver: Newton, system: PoissonSystem, x, h, dgrad):
 
 @final
 @dataclasses.dataclass(frozen=True)
-class AverageVectorField(Integrator):
+class AverageVectorField(ImplicitIntegrator):
     """The average vector field method (energy-preserving, order 2, symmetric)."""
 
     solver: Newton = dataclasses.field(default_factory=Newton)
@@ -196,7 +205,7 @@ def _quadratic_casimirs(system, x) -> tuple[str, ...]:
 
 @final
 @dataclasses.dataclass(frozen=True)
-class DiscreteGradient(Integrator):
+class DiscreteGradient(ImplicitIntegrator):
     """A discrete gradient method: ``variant`` "gonzalez" (order 2, symmetric, keeps H
     and, for a ``ReducedEnergy`` system, its momentum maps) or "itoh-abe" (order 1,
     keeps H)."""

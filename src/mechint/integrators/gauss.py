@@ -21,7 +21,15 @@ import jax.numpy as jnp
 from mechint._validate import whole_number
 from mechint.errors import InputError
 from mechint.integrators.tableau import GAUSS
-from mechint.maps import Integrator, Reason, Setting, StepStatus, Traits, kept, status
+from mechint.maps import (
+    ImplicitIntegrator,
+    Reason,
+    Setting,
+    StepStatus,
+    Traits,
+    kept,
+    status,
+)
 from mechint.solvers import Newton
 
 _stages = whole_number("stages")
@@ -47,7 +55,7 @@ def _residual(Z, args):
 
 @final
 @dataclasses.dataclass(frozen=True)
-class Gauss(Integrator):
+class Gauss(ImplicitIntegrator):
     """Gauss-Legendre collocation with ``stages`` = 1..4 (order 2 stages)."""
 
     stages: int = 2

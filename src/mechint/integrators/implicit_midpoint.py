@@ -14,7 +14,7 @@ from typing import ClassVar, final
 
 import jax
 
-from mechint.maps import Integrator, Reason, StepStatus, Traits, kept, status
+from mechint.maps import ImplicitIntegrator, Reason, StepStatus, Traits, kept, status
 from mechint.solvers import Newton
 
 
@@ -34,7 +34,7 @@ def _increment_residual(d, args):
 
 @final
 @dataclasses.dataclass(frozen=True)
-class ImplicitMidpoint(Integrator):
+class ImplicitMidpoint(ImplicitIntegrator):
     solver: Newton = dataclasses.field(default_factory=Newton)
 
     name: ClassVar[str] = "midpoint"

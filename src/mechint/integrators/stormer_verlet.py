@@ -18,7 +18,7 @@ from typing import ClassVar, final
 
 from mechint.integrators.symplectic_euler import implicit_half, momentum_update
 from mechint.maps import (
-    Integrator,
+    ImplicitIntegrator,
     StepStatus,
     Traits,
     combine,
@@ -38,7 +38,7 @@ def _position_half(z, args):
 
 @final
 @dataclasses.dataclass(frozen=True)
-class StormerVerlet(Integrator):
+class StormerVerlet(ImplicitIntegrator):
     solver: Newton = dataclasses.field(default_factory=Newton)
 
     # explicit for separable H (their use); a general H(q, p) takes Newton solves

@@ -17,7 +17,7 @@ from typing import ClassVar, final
 
 from mechint.errors import InputError
 from mechint.maps import (
-    Integrator,
+    ImplicitIntegrator,
     Reason,
     Setting,
     StepStatus,
@@ -52,7 +52,7 @@ def momentum_update(z, args):
 
 @final
 @dataclasses.dataclass(frozen=True)
-class SymplecticEuler(Integrator):
+class SymplecticEuler(ImplicitIntegrator):
     variant: str = "A"
     solver: Newton = dataclasses.field(default_factory=Newton)
 
