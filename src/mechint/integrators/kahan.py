@@ -80,8 +80,8 @@ def solve_quadratic(Q, B, c, x, h) -> tuple[Any, maps.StepStatus]:
 
 
 def euler_top_step(
-    a: Float[Array, 3], m: Float[Array, 3], h
-) -> tuple[Float[Array, 3], maps.StepStatus]:
+    a: Float[Array, " 3"], m: Float[Array, " 3"], h
+) -> tuple[Float[Array, " 3"], maps.StepStatus]:
     """Closed-form Kahan step for the Euler top with coefficients a = (a1, a2, a3).
 
     With ε = h/2, p, q, r = ε a1, ε a2, ε a3, s1 = q r m1², s2 = p r m2², s3 = p q m3²,

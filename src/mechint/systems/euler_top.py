@@ -73,7 +73,7 @@ class EulerTop(
 
     descriptions: ClassVar[dict[str, str]] = {"m": "body angular momentum", "C": "Casimir ½|m|²"}
 
-    inertia: Float[Array, 3]
+    inertia: Float[Array, " 3"]
 
     name: ClassVar[str] = "euler-top"
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
@@ -102,7 +102,7 @@ class EulerTop(
 
     # -- structure ---------------------------------------------------------------------
     @property
-    def coefficients(self) -> Float[Array, 3]:
+    def coefficients(self) -> Float[Array, " 3"]:
         """(a1, a2, a3) with a1 = (I2−I3)/(I2 I3) and cyclically."""
         I1, I2, I3 = self.inertia[0], self.inertia[1], self.inertia[2]
         return jnp.stack([(I2 - I3) / (I2 * I3), (I3 - I1) / (I3 * I1), (I1 - I2) / (I1 * I2)])
@@ -172,7 +172,7 @@ class EulerTop(
     def n(self) -> int:
         return 3  # the body's dimension: its attitude lies in SO(3)
 
-    def principal_moments(self) -> Float[Array, 3]:
+    def principal_moments(self) -> Float[Array, " 3"]:
         return self.inertia
 
     def body_split(self, x) -> tuple[Any, Any]:
@@ -181,7 +181,7 @@ class EulerTop(
     def body_advance(self, x, M_next, W) -> Any:
         return vee(M_next)
 
-    def euler_coefficients(self) -> Float[Array, 3]:
+    def euler_coefficients(self) -> Float[Array, " 3"]:
         """Kahan's map has a closed form here (``integrators.kahan.euler_top_step``)."""
         return self.coefficients
 

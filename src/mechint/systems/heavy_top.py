@@ -86,8 +86,8 @@ class AbstractHeavyTop(rigid.Body, QuadraticVectorField, NaturalSplit, Principal
         "mgamma": "Casimir m·γ",
     }
 
-    inertia: Float[Array, 3]
-    chi: Float[Array, 3]
+    inertia: Float[Array, " 3"]
+    chi: Float[Array, " 3"]
 
     @property
     def n(self) -> int:
@@ -137,7 +137,7 @@ class AbstractHeavyTop(rigid.Body, QuadraticVectorField, NaturalSplit, Principal
 
     # -- structure -------------------------------------------------------------------------
     @property
-    def J(self) -> Float[Array, 3]:  # type: ignore[override]  # Body's leaf J, derived here
+    def J(self) -> Float[Array, " 3"]:  # type: ignore[override]  # Body's leaf J, derived here
         """The Moser–Veselov mass matrix J = ½ tr(I) − I (J_i > 0 iff the moments obey
         the strict triangle inequality)."""
         return 0.5 * jnp.sum(self.inertia) - self.inertia
@@ -277,8 +277,8 @@ class AbstractHeavyTop(rigid.Body, QuadraticVectorField, NaturalSplit, Principal
 class HeavyTop(AbstractHeavyTop):
     """Any heavy top: principal moments ``inertia`` (> 0), ``chi`` any 3-vector."""
 
-    inertia: Float[Array, 3]
-    chi: Float[Array, 3]
+    inertia: Float[Array, " 3"]
+    chi: Float[Array, " 3"]
 
     name: ClassVar[str] = "heavy-top"
 
@@ -297,8 +297,8 @@ class LagrangeTop(AbstractHeavyTop):
 
     descriptions: ClassVar[dict[str, str]] = {"m3": "momentum about the symmetry axis m3"}
 
-    inertia: Float[Array, 3]
-    chi: Float[Array, 3]
+    inertia: Float[Array, " 3"]
+    chi: Float[Array, " 3"]
 
     name: ClassVar[str] = "lagrange-top"
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
@@ -343,8 +343,8 @@ class KovalevskayaTop(AbstractHeavyTop):
         "K": "Kovalevskaya's integral |(m1 + i m2)² − (γ1 + i γ2)|²"
     }
 
-    inertia: Float[Array, 3]
-    chi: Float[Array, 3]
+    inertia: Float[Array, " 3"]
+    chi: Float[Array, " 3"]
 
     name: ClassVar[str] = "kovalevskaya-top"
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
