@@ -24,16 +24,14 @@ import abc
 import dataclasses
 import enum
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, cast
+from typing import Any, ClassVar, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from mechint.errors import UnsupportedError
-
-if TYPE_CHECKING:
-    from mechint.solvers.newton import Newton
+from mechint.solvers.newton import Newton
 
 
 class Reason(enum.IntEnum):
