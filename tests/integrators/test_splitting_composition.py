@@ -110,19 +110,33 @@ def test_non_symmetric_schemes_are_checked_with_all_generators():
 
 @pytest.mark.parametrize(
     "base",
-    [I.StormerVerlet(), I.ImplicitMidpoint(), I.Kahan(), I.Splitting()],
-    ids=["verlet", "midpoint", "kahan", "strang"],
+    [I.StormerVerlet(), I.ImplicitMidpoint(), I.Kahan(), I.Splitting(), I.AverageVectorField()],
+    ids=["verlet", "midpoint", "kahan", "strang", "avf"],
 )
 def test_composition_keeps_every_trait_of_its_base(base):
     comp = I.Composition(base, "kahan-li6")
     t, b = comp.traits, base.traits
-    assert (t.symplectic, t.poisson, t.explicit, t.symmetric) == (
+    assert (t.symplectic, t.poisson, t.explicit, t.symmetric, t.energy) == (
         b.symplectic,
         b.poisson,
         b.explicit,
         True,
+        b.energy,
     )
     assert t.order == 6
+
+
+def test_a_composition_of_an_energy_map_keeps_the_energy():
+    """Every stage of a composition of the average vector field keeps H exactly (negative
+    steps too), so the composition does, as its declared energy trait says: the Euler
+    top, one step of h = 0.05 .. 0.8, H to round-off."""
+    top = mi.systems.EulerTop((2.0, 1.0, 0.6667))
+    comp = I.Composition(I.AverageVectorField(), "kahan-li6")
+    m0 = jnp.array([0.45, -0.3, 0.89])
+    H0 = float(top.hamiltonian(m0))
+    for h in (0.05, 0.2, 0.8):
+        m1, st = comp.step(top, m0, h)
+        assert bool(st.ok) and abs(float(top.hamiltonian(m1)) - H0) < 8 * np.finfo(float).eps * H0
 
 
 def test_composition_of_kahan_is_order_4_and_drops_its_modified_integrals():

@@ -85,6 +85,7 @@ class Composition(Integrator):
             explicit=t.explicit,
             symplectic=t.symplectic,
             poisson=t.poisson,
+            energy=t.energy,  # each stage keeps H exactly, so their product does
         )
 
     def cannot_serve(self, system) -> str | None:
