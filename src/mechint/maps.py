@@ -14,8 +14,8 @@ integrator)).  Subclasses are abstract or final (STYLE.md §1, §11).  It declar
 A failed step is data: ``StepStatus.reason`` is a ``Reason`` code, never a sentence per
 class, and the driver, sweeps and diagnostics read it.
 
-This module imports no system and no integrator, so systems may define the exact flows
-of their own pieces (``Drift``, ``Kick``, ``AxisRotation``) as integrators.
+This module imports no system and no integrator, so the exact flows of systems' pieces
+(``Drift``, ``Kick``, ``AxisRotation``, ...: ``systems.flows``) are integrators too.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 r"""Sub-flows for splitting methods.  Every flow is an integrator (one map protocol):
 
-- the exact flows of a system's natural pieces come with the system:
-  ``Drift()`` and ``Kick()`` (the flows of T and V for H = T(p) + V(q),
-  ``systems.canonical``), ``AxisRotation(i)`` (the flow of m_i²/(2 I_i) for the Euler
-  top, ``systems.euler_top``, and for the heavy top on m and γ), ``GravityKick()`` and
-  ``SymmetricFreeFlow()`` (the heavy top's potential and, for two equal moments, its
-  exact free flow; ``systems.heavy_top``);
+- the exact flows of the systems' natural pieces, whose one home is ``systems.flows``:
+  ``Drift()`` and ``Kick()`` (the flows of T and V for H = T(p) + V(q)),
+  ``AxisRotation(i)`` (the flow of m_i²/(2 I_i) for the Euler top, and for the heavy top
+  on m and γ), ``GravityKick()`` and ``SymmetricFreeFlow()`` (the heavy top's potential
+  and, for two equal moments, its exact free flow);
 - ``NumericalFlow(part, integrator)``: ``integrator`` advancing the system ``part`` (a
   piece of the Hamiltonian with the same state layout), e.g. midpoint on a
   non-separable piece.
@@ -19,9 +18,7 @@ from typing import ClassVar, final
 from mechint.errors import InputError
 from mechint.maps import Integrator, StepStatus, Traits
 from mechint.systems.base import System
-from mechint.systems.canonical import Drift, Kick
-from mechint.systems.euler_top import AxisRotation
-from mechint.systems.heavy_top import GravityKick, SymmetricFreeFlow
+from mechint.systems.flows import AxisRotation, Drift, GravityKick, Kick, SymmetricFreeFlow
 
 __all__ = ["AxisRotation", "Drift", "GravityKick", "Kick", "NumericalFlow", "SymmetricFreeFlow"]
 

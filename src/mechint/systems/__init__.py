@@ -19,9 +19,7 @@ from mechint.systems.base import (
 )
 from mechint.systems.canonical import (
     Canonical,
-    Drift,
     Hamiltonian,
-    Kick,
     ReducedEnergy,
     Separable,
     SeparableHamiltonian,
@@ -29,15 +27,14 @@ from mechint.systems.canonical import (
 from mechint.systems.canonical_models import HarmonicOscillator, HenonHeiles, Kepler, Pendulum
 from mechint.systems.clebsch import ClebschTop
 from mechint.systems.constant_poisson import PoissonHamiltonian
-from mechint.systems.euler_top import AxisRotation, EulerTop, FreeTop
+from mechint.systems.euler_top import EulerTop, FreeTop
+from mechint.systems.flows import AxisRotation, Drift, GravityKick, Kick, SymmetricFreeFlow
 from mechint.systems.free_rigid_body import FreeRigidBody
 from mechint.systems.heavy_top import (
     AbstractHeavyTop,
-    GravityKick,
     HeavyTop,
     KovalevskayaTop,
     LagrangeTop,
-    SymmetricFreeFlow,
 )
 from mechint.systems.lie_poisson import LiePoissonHamiltonian
 from mechint.systems.quadratic_field import LotkaVolterra, QuadraticField

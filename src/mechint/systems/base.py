@@ -293,6 +293,36 @@ class MoserVeselovBody(System):
         return None
 
 
+class SeparableEnergy(System):
+    """The capability of H = T(p) + V(q) on a state (q, p): the gradients of its two
+    pieces, whose exact flows are the drift and the kick (``flows.Drift``,
+    ``flows.Kick``)."""
+
+    @abc.abstractmethod
+    def kinetic_gradient(self, p) -> Any:
+        """∇T(p)."""
+
+    @abc.abstractmethod
+    def potential_gradient(self, q) -> Any:
+        """∇V(q)."""
+
+
+class GravityTop(System):
+    """The capability of a top in uniform gravity on e(3)* (state (m, γ), principal
+    moments ``inertia``, weight × centre of mass ``chi``, potential χ·γ): what the
+    flows of its natural split need (``flows.GravityKick``, ``flows.SymmetricFreeFlow``).
+    ``symmetry_axis``: the axis c of a symmetric top (I_a = I_b), None otherwise."""
+
+    inertia: Any
+    chi: Any
+    symmetry_axis: ClassVar[int | None] = None
+
+    @abc.abstractmethod
+    def split_invariants(self, x) -> dict | None:
+        """What the exact flows of the split keep (the Casimirs, and a symmetric top's
+        m_c)."""
+
+
 class PrincipalRotations(System):
     """The capability of a body with principal moments ``inertia`` whose state is a set
     of body vectors (m; the heavy top's m and γ) that the flow of m_i²/(2 I_i) turns

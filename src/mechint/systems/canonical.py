@@ -33,11 +33,13 @@ from mechint.errors import InputError
 from mechint.systems.base import (
     NaturalSplit,
     PoissonSystem,
+    SeparableEnergy,
     StateOption,
     required,
     state_pair,
     validate_vector_state,
 )
+from mechint.systems.flows import Drift, Kick
 
 
 def _scalar_function(name: str, fn, nargs: int, dof: int, params=None) -> None:
@@ -159,7 +161,7 @@ class ReducedEnergy(Canonical):
         """Ĥ(π), with H(z) = Ĥ(π(z))."""
 
 
-class Separable(Canonical, NaturalSplit):
+class Separable(Canonical, NaturalSplit, SeparableEnergy):
     """H = T(p) + V(q); a subclass defines ``kinetic(p)`` and ``potential(q)`` (one sample).
     Its natural split is (``Drift``, ``Kick``): the exact flows of T and V."""
 
@@ -286,44 +288,3 @@ def _parameters(params):
         )
     except InputError as exc:
         raise InputError("params", exc.problem, "give a pytree (dict, tuple) of arrays") from None
-
-
-# -- the exact flows of the pieces of a separable Hamiltonian -------------------------------
-@final
-@dataclasses.dataclass(frozen=True)
-class Drift(maps.Integrator):
-    """Exact flow of the kinetic energy T(p) of a separable Hamiltonian: q ← q + t ∇T(p)."""
-
-    name: ClassVar[str] = "drift"
-    traits = maps.EXACT_TRAITS
-
-    def cannot_serve(self, system) -> str | None:
-        return maps.serves_only(system, (Separable,))
-
-    def step(self, system, x, h):
-        q, p = x
-        y = (q + h * system.kinetic_gradient(p), p)
-        return y, maps.ok_status(y)
-
-    def preserved(self, system, x, h) -> dict:
-        return maps.kept(system, system.momentum_maps, x)
-
-
-@final
-@dataclasses.dataclass(frozen=True)
-class Kick(maps.Integrator):
-    """Exact flow of the potential energy V(q) of a separable Hamiltonian: p ← p − t ∇V(q)."""
-
-    name: ClassVar[str] = "kick"
-    traits = maps.EXACT_TRAITS
-
-    def cannot_serve(self, system) -> str | None:
-        return maps.serves_only(system, (Separable,))
-
-    def step(self, system, x, h):
-        q, p = x
-        y = (q, p - h * system.potential_gradient(q))
-        return y, maps.ok_status(y)
-
-    def preserved(self, system, x, h) -> dict:
-        return maps.kept(system, system.momentum_maps, x)

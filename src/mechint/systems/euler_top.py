@@ -13,7 +13,6 @@ from jaxtyping import Array, Float
 from mechint import maps
 from mechint._pytree import register_pytree
 from mechint._validate import positive_scalar, positive_vector, shown, traced
-from mechint.errors import InputError
 from mechint.exact.euler_top import euler_top as exact_euler_top
 from mechint.lie import hat, vee
 from mechint.systems.base import (
@@ -28,6 +27,7 @@ from mechint.systems.base import (
     StateOption,
     validate_vector_state,
 )
+from mechint.systems.flows import AxisRotation
 
 
 class FreeTop(abc.ABC):
@@ -225,45 +225,3 @@ class EulerTop(
 
     def validate_state(self, x, name: str = "x0") -> tuple[np.ndarray, bool]:
         return validate_vector_state(name, x, 3)
-
-
-def spin(v: Float[Array, "... 3"], i: int, theta) -> Float[Array, "... 3"]:
-    """v rotated about e_i by −θ: with (i, j, k) cyclic, v_j ← cos θ v_j + sin θ v_k,
-    v_k ← cos θ v_k − sin θ v_j; v_i is left untouched (exactly)."""
-    j, k = (i + 1) % 3, (i + 2) % 3
-    c, s = jnp.cos(theta), jnp.sin(theta)
-    out = [v[..., i], v[..., i], v[..., i]]
-    out[j], out[k] = c * v[..., j] + s * v[..., k], c * v[..., k] - s * v[..., j]
-    return jnp.stack(out, axis=-1)
-
-
-@final
-@dataclasses.dataclass(frozen=True)
-class AxisRotation(maps.Integrator):
-    """Exact flow of H_i = m_i²/(2 I_i) for the Euler top (axis i = 0, 1, 2): with
-    (i, j, k) cyclic and ω = m_i/I_i, ṁ_j = ω m_k, ṁ_k = −ω m_j, a rotation about e_i by
-    −ωt (McLachlan 1993, Reich 1993).  It keeps m_i and |m| (the Casimir) exactly.  On
-    the heavy top's (m, γ) the same rotation moves γ too (γ̇ = γ × ω), and it keeps both
-    Casimirs |γ|² and m·γ."""
-
-    axis: int
-
-    name: ClassVar[str] = "axis-rotation"
-    traits = maps.EXACT_TRAITS
-
-    def __post_init__(self):
-        if self.axis not in (0, 1, 2):
-            raise InputError("axis", f"must be 0, 1 or 2, got {self.axis!r}")
-
-    def cannot_serve(self, system) -> str | None:
-        return maps.serves_only(system, (PrincipalRotations,))
-
-    def step(self, system, x, h):
-        i = self.axis
-        vectors = system.body_vectors(x)  # m, and the heavy top's γ
-        theta = h * vectors[0][..., i] / system.inertia[i]
-        y = system.from_body_vectors(tuple(spin(v, i, theta) for v in vectors))
-        return y, maps.ok_status(y)
-
-    def preserved(self, system, x, h) -> dict:
-        return dict(system.casimirs(x))

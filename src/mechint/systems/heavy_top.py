@@ -45,6 +45,7 @@ from mechint.errors import InputError
 from mechint.lie import hat, so3
 from mechint.systems import rigid
 from mechint.systems.base import (
+    GravityTop,
     NaturalSplit,
     Parameter,
     PrincipalRotations,
@@ -54,7 +55,8 @@ from mechint.systems.base import (
     state_pair,
     validate_vector_state,
 )
-from mechint.systems.euler_top import AxisRotation, EulerTop
+from mechint.systems.euler_top import EulerTop
+from mechint.systems.flows import AxisRotation, GravityKick, SymmetricFreeFlow
 from mechint.systems.lie_poisson import e3_tensor
 
 # Relative difference of moments (or size of χ's off-axis part) accepted as round-off
@@ -71,7 +73,9 @@ def _cross(a, b):
     return jnp.cross(a, b)
 
 
-class AbstractHeavyTop(rigid.Body, QuadraticVectorField, NaturalSplit, PrincipalRotations):
+class AbstractHeavyTop(
+    rigid.Body, QuadraticVectorField, NaturalSplit, PrincipalRotations, GravityTop
+):
     """What the heavy top and its integrable cases share (see the module docstring).
 
     As a ``rigid.Body`` (n = 3, M = hat(m)) it is served by the discrete Lagrangian map,
@@ -381,73 +385,3 @@ class KovalevskayaTop(AbstractHeavyTop):
         re = w[..., 0] ** 2 - w[..., 1] ** 2 - (c1 * g[..., 0] - c2 * g[..., 1]) / I3
         im = 2.0 * w[..., 0] * w[..., 1] - (c1 * g[..., 1] + c2 * g[..., 0]) / I3
         return {"K": re * re + im * im}
-
-
-# -- the exact flows of the natural split ---------------------------------------------------
-@final
-@dataclasses.dataclass(frozen=True)
-class GravityKick(maps.Integrator):
-    """Exact flow of the potential χ·γ: m ← m + t γ × χ, γ fixed.  It keeps both
-    Casimirs (γ × χ ⟂ γ) and χ·m."""
-
-    name: ClassVar[str] = "gravity-kick"
-    traits = maps.EXACT_TRAITS
-
-    def cannot_serve(self, system) -> str | None:
-        return maps.serves_only(system, (AbstractHeavyTop,))
-
-    @staticmethod
-    def advance(system: AbstractHeavyTop, x, t):
-        m, g = x
-        return m + t * _cross(g, system.chi), g
-
-    def step(self, system, x, h):
-        y = self.advance(system, x, h)
-        return y, maps.ok_status(y)
-
-    def preserved(self, system, x, h) -> dict:
-        return system.split_invariants(x)
-
-
-@final
-@dataclasses.dataclass(frozen=True)
-class SymmetricFreeFlow(maps.Integrator):
-    r"""Exact free-body flow on e(3)* for a symmetric top (I_a = I_b, c the axis).
-
-    T = |m|²/(2 I_a) + ½ κ m_c², κ = 1/I_c − 1/I_a, and the two pieces commute
-    ({|m|², m_c} = 0).  The first moves γ only: γ̇ = γ × m/I_a, a rotation about m by
-    −|m|t/I_a; the second rotates m and γ about e_c by −κ m_c t.  Both keep m_c, |m|
-    and the Casimirs.  I_a is read as ½(I_a + I_b) (a derivative along the two equal
-    moments is shared between them)."""
-
-    name: ClassVar[str] = "symmetric-free-flow"
-    traits = maps.EXACT_TRAITS
-
-    def cannot_serve(self, system) -> str | None:
-        why = maps.serves_only(system, (AbstractHeavyTop,))
-        if why is None and system.symmetry_axis is None:
-            return "it is not a symmetric top (use the principal rotations)"
-        return why
-
-    def step(self, system, x, h):
-        m, g = x
-        c = system.symmetry_axis
-        assert c is not None  # cannot_serve refused it otherwise
-        Ia = 0.5 * (system.inertia[(c + 1) % 3] + system.inertia[(c + 2) % 3])
-        # γ about m by −φ, φ = |m|h/I_a: the quaternion (|m| cos(φ/2), −sin(φ/2) m);
-        # then m and γ about e_c by −θ, θ = κ m_c h: (cos(θ/2), −sin(θ/2) e_c).  One
-        # composed quaternion moves both (R_m m = m), so both see the same rotation and
-        # its rounding varies with m (a fixed rotation, as θ is along the Lagrange top,
-        # would move |γ|² by the same fraction of an ulp every step)
-        r2 = jnp.sum(m * m, axis=-1, keepdims=True)
-        r = jnp.sqrt(jnp.where(r2 > 0, r2, 1.0))
-        half = 0.5 * h * r / Ia
-        q_m = jnp.concatenate([jnp.where(r2 > 0, r * jnp.cos(half), 1.0), -jnp.sin(half) * m], -1)
-        half_c = 0.5 * h * (1.0 / system.inertia[c] - 1.0 / Ia) * m[..., c : c + 1]
-        u_c = jnp.zeros_like(m).at[..., c].set(-jnp.sin(half_c[..., 0]))
-        q = so3.compose(jnp.concatenate([jnp.cos(half_c), u_c], axis=-1), q_m)
-        y = so3.rotate(q, m), so3.rotate(q, g)
-        return y, maps.ok_status(y)
-
-    def preserved(self, system, x, h) -> dict:
-        return system.split_invariants(x)

@@ -1,0 +1,179 @@
+"""The exact flows of systems' pieces, in one place: each an integrator (one map
+protocol) that serves a capability base of ``systems.base``, never a system class, so
+the systems whose ``natural_split`` returns them import this module and it imports none
+of them.
+
+- ``Drift()``, ``Kick()``: the flows of T and V for H = T(p) + V(q) (``SeparableEnergy``);
+- ``AxisRotation(i)``: the flow of m_i²/(2 I_i) for a body with principal axes, turning
+  m (and the heavy top's γ) rigidly (``PrincipalRotations``);
+- ``GravityKick()``, ``SymmetricFreeFlow()``: a heavy top's potential χ·γ and, for two
+  equal moments, its exact free flow (``GravityTop``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar, final
+
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from mechint import maps
+from mechint.errors import InputError
+from mechint.lie import so3
+from mechint.systems.base import GravityTop, PrincipalRotations, SeparableEnergy
+
+__all__ = ["AxisRotation", "Drift", "GravityKick", "Kick", "SymmetricFreeFlow", "spin"]
+
+
+# -- the exact flows of the pieces of a separable Hamiltonian -------------------------------
+@final
+@dataclasses.dataclass(frozen=True)
+class Drift(maps.Integrator):
+    """Exact flow of the kinetic energy T(p) of a separable Hamiltonian: q ← q + t ∇T(p)."""
+
+    name: ClassVar[str] = "drift"
+    traits = maps.EXACT_TRAITS
+
+    def cannot_serve(self, system) -> str | None:
+        return maps.serves_only(system, (SeparableEnergy,))
+
+    def step(self, system, x, h):
+        q, p = x
+        y = (q + h * system.kinetic_gradient(p), p)
+        return y, maps.ok_status(y)
+
+    def preserved(self, system, x, h) -> dict:
+        return maps.kept(system, system.momentum_maps, x)
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class Kick(maps.Integrator):
+    """Exact flow of the potential energy V(q) of a separable Hamiltonian: p ← p − t ∇V(q)."""
+
+    name: ClassVar[str] = "kick"
+    traits = maps.EXACT_TRAITS
+
+    def cannot_serve(self, system) -> str | None:
+        return maps.serves_only(system, (SeparableEnergy,))
+
+    def step(self, system, x, h):
+        q, p = x
+        y = (q, p - h * system.potential_gradient(q))
+        return y, maps.ok_status(y)
+
+    def preserved(self, system, x, h) -> dict:
+        return maps.kept(system, system.momentum_maps, x)
+
+
+def spin(v: Float[Array, "... 3"], i: int, theta) -> Float[Array, "... 3"]:
+    """v rotated about e_i by −θ: with (i, j, k) cyclic, v_j ← cos θ v_j + sin θ v_k,
+    v_k ← cos θ v_k − sin θ v_j; v_i is left untouched (exactly)."""
+    j, k = (i + 1) % 3, (i + 2) % 3
+    c, s = jnp.cos(theta), jnp.sin(theta)
+    out = [v[..., i], v[..., i], v[..., i]]
+    out[j], out[k] = c * v[..., j] + s * v[..., k], c * v[..., k] - s * v[..., j]
+    return jnp.stack(out, axis=-1)
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class AxisRotation(maps.Integrator):
+    """Exact flow of H_i = m_i²/(2 I_i) for the Euler top (axis i = 0, 1, 2): with
+    (i, j, k) cyclic and ω = m_i/I_i, ṁ_j = ω m_k, ṁ_k = −ω m_j, a rotation about e_i by
+    −ωt (McLachlan 1993, Reich 1993).  It keeps m_i and |m| (the Casimir) exactly.  On
+    the heavy top's (m, γ) the same rotation moves γ too (γ̇ = γ × ω), and it keeps both
+    Casimirs |γ|² and m·γ."""
+
+    axis: int
+
+    name: ClassVar[str] = "axis-rotation"
+    traits = maps.EXACT_TRAITS
+
+    def __post_init__(self):
+        if self.axis not in (0, 1, 2):
+            raise InputError("axis", f"must be 0, 1 or 2, got {self.axis!r}")
+
+    def cannot_serve(self, system) -> str | None:
+        return maps.serves_only(system, (PrincipalRotations,))
+
+    def step(self, system, x, h):
+        i = self.axis
+        vectors = system.body_vectors(x)  # m, and the heavy top's γ
+        theta = h * vectors[0][..., i] / system.inertia[i]
+        y = system.from_body_vectors(tuple(spin(v, i, theta) for v in vectors))
+        return y, maps.ok_status(y)
+
+    def preserved(self, system, x, h) -> dict:
+        return dict(system.casimirs(x))
+
+
+# -- the exact flows of the natural split ---------------------------------------------------
+@final
+@dataclasses.dataclass(frozen=True)
+class GravityKick(maps.Integrator):
+    """Exact flow of the potential χ·γ: m ← m + t γ × χ, γ fixed.  It keeps both
+    Casimirs (γ × χ ⟂ γ) and χ·m."""
+
+    name: ClassVar[str] = "gravity-kick"
+    traits = maps.EXACT_TRAITS
+
+    def cannot_serve(self, system) -> str | None:
+        return maps.serves_only(system, (GravityTop,))
+
+    @staticmethod
+    def advance(system: GravityTop, x, t):
+        m, g = x
+        return m + t * jnp.cross(g, system.chi), g
+
+    def step(self, system, x, h):
+        y = self.advance(system, x, h)
+        return y, maps.ok_status(y)
+
+    def preserved(self, system, x, h) -> dict:
+        return system.split_invariants(x)
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class SymmetricFreeFlow(maps.Integrator):
+    r"""Exact free-body flow on e(3)* for a symmetric top (I_a = I_b, c the axis).
+
+    T = |m|²/(2 I_a) + ½ κ m_c², κ = 1/I_c − 1/I_a, and the two pieces commute
+    ({|m|², m_c} = 0).  The first moves γ only: γ̇ = γ × m/I_a, a rotation about m by
+    −|m|t/I_a; the second rotates m and γ about e_c by −κ m_c t.  Both keep m_c, |m|
+    and the Casimirs.  I_a is read as ½(I_a + I_b) (a derivative along the two equal
+    moments is shared between them)."""
+
+    name: ClassVar[str] = "symmetric-free-flow"
+    traits = maps.EXACT_TRAITS
+
+    def cannot_serve(self, system) -> str | None:
+        why = maps.serves_only(system, (GravityTop,))
+        if why is None and system.symmetry_axis is None:
+            return "it is not a symmetric top (use the principal rotations)"
+        return why
+
+    def step(self, system, x, h):
+        m, g = x
+        c = system.symmetry_axis
+        assert c is not None  # cannot_serve refused it otherwise
+        Ia = 0.5 * (system.inertia[(c + 1) % 3] + system.inertia[(c + 2) % 3])
+        # γ about m by −φ, φ = |m|h/I_a: the quaternion (|m| cos(φ/2), −sin(φ/2) m);
+        # then m and γ about e_c by −θ, θ = κ m_c h: (cos(θ/2), −sin(θ/2) e_c).  One
+        # composed quaternion moves both (R_m m = m), so both see the same rotation and
+        # its rounding varies with m (a fixed rotation, as θ is along the Lagrange top,
+        # would move |γ|² by the same fraction of an ulp every step)
+        r2 = jnp.sum(m * m, axis=-1, keepdims=True)
+        r = jnp.sqrt(jnp.where(r2 > 0, r2, 1.0))
+        half = 0.5 * h * r / Ia
+        q_m = jnp.concatenate([jnp.where(r2 > 0, r * jnp.cos(half), 1.0), -jnp.sin(half) * m], -1)
+        half_c = 0.5 * h * (1.0 / system.inertia[c] - 1.0 / Ia) * m[..., c : c + 1]
+        u_c = jnp.zeros_like(m).at[..., c].set(-jnp.sin(half_c[..., 0]))
+        q = so3.compose(jnp.concatenate([jnp.cos(half_c), u_c], axis=-1), q_m)
+        y = so3.rotate(q, m), so3.rotate(q, g)
+        return y, maps.ok_status(y)
+
+    def preserved(self, system, x, h) -> dict:
+        return system.split_invariants(x)
