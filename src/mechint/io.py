@@ -140,12 +140,6 @@ class Digest:
         self._arrays: dict[str, tuple[str, Any]] = {}
         self._tail: dict[str, str] = {}
 
-    def copy(self) -> Digest:
-        out = Digest()
-        out._arrays = {k: (key, h.copy()) for k, (key, h) in self._arrays.items()}
-        out._tail = dict(self._tail)
-        return out
-
     def set(self, name: str, a) -> None:
         """A value the file holds once per run (replaces an earlier one)."""
         a = np.asarray(a)

@@ -292,6 +292,13 @@ def unwrap_all(integrator: Integrator, x) -> tuple[Any, dict[str, Any]]:
     return x, extras
 
 
+def innermost(integrator: Integrator) -> Integrator:
+    """The map inside every wrapper around ``integrator``."""
+    while isinstance(integrator, Wrapper):
+        integrator = integrator.base
+    return integrator
+
+
 def recorded(integrator: Integrator) -> Integrator:
     """``integrator`` as a run's record names it: the wrappers that do not change the
     state's numbers left out."""

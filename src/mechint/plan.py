@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +22,8 @@ from mechint import _validate
 from mechint.errors import InputError
 from mechint.maps import Integrator, Wrapper, recorded, require_serves
 from mechint.systems.base import System
+
+T = TypeVar("T")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,38 +58,30 @@ class Plan:
         return sum(int(np.size(a)) for a in jax.tree.leaves(self.x0))
 
 
+def _instance(value, base: type[T], parameter: str, kind: str, make: str, shown: str,
+              fix: str) -> T:  # fmt: skip
+    """``value`` if it is an instance of ``base``; ``InputError`` naming ``parameter``
+    for the class itself (``make``: how to make one) or for anything else."""
+    if isinstance(value, type) and issubclass(value, base):
+        raise InputError(parameter, f"got the class {value.__name__}, not {kind}",
+                         f"make one: {value.__name__}{make}")  # fmt: skip
+    if not isinstance(value, base):
+        raise InputError(parameter, f"{shown} is not a mechint {parameter}", fix)
+    return value
+
+
 def check_system(system) -> System:
     """``system`` if it is a mechint system, else ``InputError``."""
-    if isinstance(system, type) and issubclass(system, System):
-        raise InputError(
-            "system",
-            f"got the class {system.__name__}, not a system",
-            f"make one: {system.__name__}(...) with its parameters",
-        )
-    if not isinstance(system, System):
-        raise InputError(
-            "system",
-            f"{type(system).__name__} is not a mechint system",
-            "use one of mechint.systems, or subclass mechint.systems.System",
-        )
-    return system
+    return _instance(system, System, "system", "a system", "(...) with its parameters",
+                     type(system).__name__,
+                     "use one of mechint.systems, or subclass mechint.systems.System")  # fmt: skip
 
 
 def check_integrator(integrator) -> Integrator:
-    """``integrator`` if it is a mechint integrator, else ``InputError``."""
-    if isinstance(integrator, type) and issubclass(integrator, Integrator):
-        raise InputError(
-            "integrator",
-            f"got the class {integrator.__name__}, not an integrator",
-            f"make one: {integrator.__name__}()",
-        )
-    if not isinstance(integrator, Integrator):
-        raise InputError(
-            "integrator",
-            f"{integrator!r} is not a mechint integrator",
-            "pass an instance, e.g. mechint.integrators.Kahan() (user maps subclass "
-            "mechint.integrators.Integrator)",
-        )
+    """``integrator`` if it is a mechint integrator with traits, else ``InputError``."""
+    _instance(integrator, Integrator, "integrator", "an integrator", "()", repr(integrator),
+              "pass an instance, e.g. mechint.integrators.Kahan() (user maps subclass "
+              "mechint.integrators.Integrator)")  # fmt: skip
     from mechint.maps import Traits
 
     if not isinstance(getattr(integrator, "traits", None), Traits):

@@ -462,10 +462,7 @@ def _join(parts, axis: int):
 
 
 def _tail_key(tail: dict) -> str:
-    digest = io.Digest()
-    for name, a in tail.items():
-        digest.set(name, a)
-    return digest.value({})
+    return _segment_hash({}, tail)
 
 
 def _segment_hash(arrays: dict, tail: dict) -> str:

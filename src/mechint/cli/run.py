@@ -9,7 +9,7 @@ from pathlib import Path
 from mechint import _validate, integrators, io, resources
 from mechint.cli import guard, model, parsing
 from mechint.errors import StepFailure
-from mechint.maps import Wrapper, unwrap_all
+from mechint.maps import innermost, unwrap_all
 from mechint.plan import Plan, make_plan
 from mechint.runfile import RunFile, segment_dir
 from mechint.simulate import simulate
@@ -161,7 +161,7 @@ def _run(args, plan: Plan, out: Path, plot: Path | None, every: float) -> int:
         writer.close()
         print(f"{out} is already complete ({steps} steps)")
         return 0
-    base = unwrap_integrator(plan.integrator)
+    base = innermost(plan.integrator)  # simulate wraps it again from the options
     with guard.stop_on_signals() as stop:
         try:
             traj = simulate(
@@ -202,13 +202,6 @@ def _run(args, plan: Plan, out: Path, plot: Path | None, every: float) -> int:
     if not args.quiet:
         _summary(traj, writer, plot)
     return 0
-
-
-def unwrap_integrator(integrator):
-    """The map inside every wrapper (the plan's wrappers are made again by ``simulate``)."""
-    while isinstance(integrator, Wrapper):
-        integrator = integrator.base
-    return integrator
 
 
 def _chunk_seconds(every: float) -> float:
