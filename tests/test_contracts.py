@@ -59,8 +59,26 @@ def test_every_integrator_declares_its_contract(cls):
     integrator = cls()
     assert hash(integrator) == hash(cls())  # static for jit: compiled once per setting
     assert isinstance(integrator.traits, I.Traits)
-    served = [n for n, s in S.SYSTEMS.items() if integrator.cannot_serve(_system(s)) is None]
+    systems = [_system(s) for s in S.SYSTEMS.values()] + USER_SYSTEMS
+    served = [s for s in systems if integrator.cannot_serve(s) is None]
     assert served, "an integrator serves at least one registered system"
+
+
+# The systems made from user functions (not in the CLI's registry): what they declare is
+# held to the same contract.
+USER_SYSTEMS: list[Any] = [
+    S.RigidBodies([[1.0, 1.5, 2.0]] * 2, mass=1.0, potential=lambda x, R: -1.0 / jnp.sum(
+        (x[0] - x[1]) ** 2) ** 0.5, translation_invariant=True, rotation_invariant=True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("system", USER_SYSTEMS, ids=lambda s: type(s).__name__)
+def test_user_function_systems_declare_their_facts(system):
+    _, batched = system.validate_state(system.example_state())
+    assert not batched
+    assert isinstance(system, S.NaturalSplit)
+    for flow in system.natural_split():
+        assert flow.cannot_serve(system) is None and flow.traits.order == I.EXACT
 
 
 def test_a_new_system_is_one_module_and_one_registry_line(monkeypatch):

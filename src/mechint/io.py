@@ -370,7 +370,23 @@ def write_netcdf_slices(path: Path, system, attrs: dict, batched: bool, total: i
             raise OSError(f"wrote {at} samples, expected {total}")
         fh.attrs.update({**global_attrs(), **attrs})
         for key, value in system.parameters().items():
-            fh.attrs[key] = np.asarray(value, dtype=float)
+            fh.attrs[key] = parameter_attr(value)
+
+
+def parameter_attr(value):
+    """A system parameter as a NetCDF attribute: numbers (a scalar or a vector) as
+    floats, text as text, anything else (None, a flag, a table, a matrix) as its JSON
+    text (never a number it is not: None is not NaN)."""
+    if isinstance(value, str):
+        return value
+    if value is not None and not isinstance(value, bool | dict):
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            arr = None
+        if arr is not None and arr.ndim <= 1:
+            return arr
+    return json.dumps(value)
 
 
 def write_csv(traj, path) -> None:

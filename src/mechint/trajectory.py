@@ -77,8 +77,8 @@ class Trajectory:
     @property
     def batched(self) -> bool:
         leaf = jax.tree.leaves(self.x)[0]
-        shape = self.system.state_shape
-        return leaf.ndim == len(shape) + 2
+        _, dims = self.system.state_fields[0]  # the first leaf's own axes (its shape may
+        return leaf.ndim == len(dims) + 2  # differ from the last leaf's, state_shape)
 
     def invariants(self) -> dict[str, np.ndarray]:
         """The system's invariants at every saved sample (arrays shaped like t, per member)."""

@@ -1,4 +1,8 @@
-"""The rigid bodies on so(n), so(n) ⋉ Symm(n), e(n): structure checked against itself."""
+"""Rigid bodies in a user's potential: the equations, the bracket, the torque formula,
+the built-in potentials against plain formulas, and every refusal of bad input."""
+
+import itertools
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -6,101 +10,201 @@ import numpy as np
 import pytest
 
 import mechint as mi
-from tests.systems.rigid_cases import case
-
-CASES = [(k, n) for k in ("free", "qpt", "clebsch") for n in (2, 3, 4, 5)]
-
-
-@jax.jit
-def _gradients(system, z):
-    """Gradients in coordinates of H, of every Casimir and of every invariant (one compile
-    per system type and n, instead of op-by-op differentiation of each)."""
-
-    def values(z):
-        x = system.from_coordinates(z)
-        return system.hamiltonian(x), system.casimirs(x), system.invariants(x)
-
-    return jax.grad(lambda z: values(z)[0])(z), *jax.jacrev(lambda z: values(z)[1:])(z)
+from mechint.lie import so3
+from mechint.systems import RigidBodies, potentials
+from mechint.systems.rigid import haar_so
+from tests.systems import rigid_bodies_cases as cases
 
 
-@pytest.mark.parametrize(("kind", "n"), CASES)
-def test_vector_field_is_poisson_tensor_times_grad_H(kind, n):
-    system, x = case(kind, n)
+def _jnp(x):
+    return tuple(jnp.asarray(a) for a in x)
+
+
+@pytest.mark.parametrize("name", ["pair", "heavy"])
+def test_vector_field_is_the_bracket_times_grad_H(name):
+    system = getattr(cases, name)()
+    x = _jnp(cases.pair_state() if name == "pair" else system.example_state())
     z = system.coordinates(x)
-    grad = _gradients(system, z)[0]
+    grad = jax.grad(lambda z: system.hamiltonian(system.from_coordinates(z)))(z)
     lhs = system.poisson_tensor(x) @ grad
     rhs = system.coordinates(system.vector_field(x))
-    assert np.max(np.abs(lhs - rhs)) < 1e-14 * max(1.0, float(jnp.max(jnp.abs(rhs))))
-    Pi = system.poisson_tensor(x)
-    assert np.array_equal(Pi, -Pi.T)
+    assert np.max(np.abs(lhs - rhs)) < 1e-14 * max(1.0, float(np.max(np.abs(rhs))))
+    B = system.poisson_tensor(x)
+    assert np.array_equal(B, -B.T)
+    # RᵀR is a Casimir: its gradient is in the kernel of the bracket
+    casimir = jax.jacfwd(lambda z: jnp.swapaxes(R := system.from_coordinates(z)[-2], -1, -2) @ R)
+    C = casimir(z).reshape(-1, z.shape[-1])
+    assert np.max(np.abs(C @ B)) < 1e-14
 
 
-@pytest.mark.parametrize(("kind", "n"), CASES)
-def test_casimirs_span_the_kernel_and_invariants_are_constant(kind, n):
-    system, x = case(kind, n)
-    z = system.coordinates(x)
-    f = system.coordinates(system.vector_field(x))
-    Pi = system.poisson_tensor(x)
-    _, casimirs, invariants = _gradients(system, z)
-    for name, g in casimirs.items():
-        assert np.max(np.abs(Pi @ g)) < 1e-13 * max(1.0, float(jnp.max(jnp.abs(g)))), name
-    for name, g in invariants.items():
-        scale = float(jnp.max(jnp.abs(g)) * jnp.max(jnp.abs(f)))
-        assert abs(float(g @ f)) < 1e-13 * max(scale, 1.0), name
+def test_the_torque_of_fixed_point_gravity_is_the_heavy_top_torque():
+    """M = vee(GᵀR − RᵀG) for V = e_z·Rχ is γ × χ: the heavy top's equations."""
+    system, top = cases.heavy(), cases.heavy_top()
+    R, Pi = system.example_state()
+    dR, dPi = system.vector_field(_jnp((R, Pi)))
+    gamma = R[0].T @ np.array([0.0, 0.0, 1.0])
+    dm, dgamma = top.vector_field((jnp.asarray(Pi[0]), jnp.asarray(gamma)))
+    assert np.max(np.abs(dPi[0] - dm)) < 1e-15
+    assert np.max(np.abs(dR[0].T @ np.array([0.0, 0.0, 1.0]) - dgamma)) < 1e-15
+    assert abs(system.hamiltonian(_jnp((R, Pi))) - top.hamiltonian((Pi[0], gamma))) < 1e-15
 
 
-@pytest.mark.parametrize("n", [2, 3, 4, 5])
-def test_lax_integrals_are_independent_and_complete(n):
-    """n(n−1)/2 integrals plus n Casimirs, gradients of full rank n(n+1)/2 ... + n: the
-    count that makes the top integrable on orbits of dimension n² − n (Suris §4)."""
-    system, x = case("qpt", n)
-    z = system.coordinates(x)
-    names = [k for k in system.invariants(x) if k != "H"]
-    assert len(names) == n * (n - 1) // 2 + n
-    invariants = _gradients(system, z)[2]
-    grads = jnp.stack([invariants[k] for k in names])
-    s = np.linalg.svd(np.asarray(grads), compute_uv=False)
-    assert s[-1] > 1e-8 * s[0]
+def test_an_inertia_tensor_is_the_same_body_as_its_principal_moments():
+    """A tensor A diag(I) Aᵀ with the state (R, Π) moves as the principal body with
+    (R A, AᵀΠ): the same energy and the same step of both maps, to round-off."""
+    A = haar_so(np.random.default_rng(3), 1, 3)[0]
+    I = np.array([1.0, 1.7, 2.2])
+    tilted = RigidBodies([A @ np.diag(I) @ A.T], potential=cases._heavy)
+    straight = RigidBodies([I], potential=lambda R: cases._heavy(R @ A.T))
+    R, Pi = straight.example_state()
+    state = (R @ A.T, np.einsum("ij,nj->ni", A, Pi))
+    assert np.allclose(np.asarray(tilted.inertia), np.sort(I), rtol=1e-14)
+    assert abs(tilted.hamiltonian(_jnp(state)) - straight.hamiltonian(_jnp((R, Pi)))) < 1e-14
+    for integrator in (mi.integrators.LieGroupVariational(), mi.integrators.RigidBodySplitting()):
+        (Rt, Pt), _ = integrator.step(tilted, _jnp(state), 0.1)
+        (Rs, Ps), _ = integrator.step(straight, _jnp((R, Pi)), 0.1)
+        assert np.max(np.abs(Rt @ A - Rs)) < 1e-14
+        assert np.max(np.abs(np.einsum("ji,nj->ni", A, Pt) - Ps)) < 1e-14
 
 
-def test_free_body_n3_is_the_euler_top():
-    body, M = case("free", 3)
-    top = body.euler_top()
-    m = mi.lie.vee(M)
-    assert np.allclose(mi.lie.vee(body.vector_field(M)), top.vector_field(m), rtol=0, atol=1e-15)
-    assert abs(float(body.hamiltonian(M) - top.hamiltonian(m))) < 1e-15
-    assert abs(float(body.casimirs(M)["trM2"] + 4 * top.casimirs(m)["C"])) < 1e-15
+def test_momenta_are_invariants_only_when_declared():
+    system = cases.pair()
+    names = set(system.invariants(_jnp(cases.pair_state())))
+    assert names == {"H", "Px", "Py", "Pz", "Lx", "Ly", "Lz", "trRtR"}
+    assert set(cases.heavy().invariants(_jnp(cases.heavy().example_state()))) == {"H", "trRtR"}
+    free = cases.free()  # V = 0 has both symmetries
+    assert {"Lx", "Ly", "Lz"} <= set(free.invariants(_jnp(free.example_state())))
 
 
-def test_lax_integrals_do_not_change_under_the_flow_of_L():
-    """L̇ = [L, Ω + λJ]: d/dt tr L^k = 0 for several λ."""
-    system, x = case("qpt", 4)
-    dx = system.vector_field(x)
-    Omega = system.omega(jnp.asarray(x[0]))
-    for lam in (0.3, 1.0, 2.5):
-        L = system.lax_matrix(x, lam)
-        Ldot = system.lax_matrix(dx, lam) - jnp.diag(system.J**2) * lam**2
-        assert np.max(np.abs(Ldot - mi.lie.commutator(L, Omega + lam * jnp.diag(system.J)))) < 1e-13
+# -- the built-in potentials against plain formulas ---------------------------------------------
+def _random_bodies(n, seed=0):
+    rng = np.random.default_rng(seed)
+    x = 3.0 * rng.standard_normal((n, 3))
+    return jnp.asarray(x), jnp.asarray(haar_so(rng, n, 3))
 
 
-def test_body_potential_and_vector():
-    rng = np.random.default_rng(3)
-    g = np.linalg.qr(rng.normal(size=(3, 3)))[0]
-    a = rng.normal(size=3)
-    p = mi.systems.ClebschTop.body_vector(a, g)
-    P = mi.systems.QuadraticPotentialTop.body_potential(np.outer(a, a), g)
-    assert np.allclose(P, np.outer(p, p), rtol=0, atol=1e-14)
+def test_pair_potentials_equal_a_loop_over_the_pairs_of_sites():
+    x, R = _random_bodies(3)
+    sites = np.array([[0.0, 0.0, 0.1], [0.3, 0.2, 0.0], [-0.2, 0.1, 0.0]])
+    eps, sig, q = np.array([0.5, 0.0, 0.2]), np.array([1.0, 0.0, 0.8]), np.array([-0.8, 0.4, 0.4])
+    P = np.asarray(x)[:, None, :] + np.einsum("nij,sj->nsi", np.asarray(R), sites)
+    lj = cl = gr = 0.0
+    for (a, i), (b, j) in itertools.combinations(itertools.product(range(3), range(3)), 2):
+        if a == b:
+            continue
+        r = np.linalg.norm(P[a, i] - P[b, j])
+        e, s = np.sqrt(eps[i] * eps[j]), 0.5 * (sig[i] + sig[j])
+        lj += 4 * e * ((s / r) ** 12 - (s / r) ** 6)
+        cl += 2.0 * q[i] * q[j] / r
+        gr -= 0.5 * abs(q[i] * q[j]) / r
+    assert np.isclose(potentials.lennard_jones(x, R, sites, eps, sig), lj, rtol=1e-13)
+    assert np.isclose(potentials.coulomb(x, R, sites, q, k=2.0), cl, rtol=1e-13)
+    m = np.abs(q)
+    assert np.isclose(potentials.mutual_gravity(x, R, sites, m, G=0.5), gr, rtol=1e-13)
+    assert np.allclose(potentials.site_positions(x, R, sites), P, rtol=0, atol=1e-15)
 
 
-def test_bad_states_are_errors_not_projections():
-    system, (M, P) = case("qpt", 3)
-    with pytest.raises(mi.InputError, match=r"x0\[0\] \(M\): is not skew"):
-        system.validate_state((M + 0.1 * np.eye(3), P))
-    with pytest.raises(mi.InputError, match="is not symmetric"):
-        system.validate_state((M, P + np.triu(np.ones((3, 3)), 1)))
-    with pytest.raises(mi.InputError, match="expected a skew 3x3 matrix"):
-        system.validate_state((np.zeros((4, 4)), P))
-    with pytest.raises(mi.InputError, match="J: every entry must be > 0"):
-        mi.systems.ClebschTop((1.0, -1.0, 2.0))
-    with pytest.raises(mi.InputError, match="at least 2"):
-        mi.systems.FreeRigidBody((1.0,))
+def test_gravity_gradient_torque_is_maccullaghs():
+    """The torque of V₂ is 3μ/r³ u × 𝕁u, u = Rᵀx/r (the primary seen from the body)."""
+    x, R = _random_bodies(2, seed=5)
+    inertia = np.array([[1.0, 2.0, 2.5], [0.7, 0.9, 1.4]])
+    mu = 3.0
+    system = RigidBodies(
+        inertia,
+        mass=[1.0, 2.0],
+        potential=lambda x, R: potentials.gravity_gradient(x, R, mu, inertia),
+    )
+    _, M = system.forces(x, R)
+    r = np.linalg.norm(np.asarray(x), axis=-1)
+    u = np.einsum("nji,nj->ni", np.asarray(R), np.asarray(x)) / r[:, None]
+    expected = 3 * mu / r[:, None] ** 3 * np.cross(u, inertia * u)
+    assert np.max(np.abs(M - expected)) < 1e-14 * np.max(np.abs(expected))
+    # and the total (orbit + attitude) torque about the primary vanishes: L is kept
+    force, _ = system.forces(x, R)
+    total = np.sum(np.cross(np.asarray(x), force), 0) + np.einsum("nij,nj->i", np.asarray(R), M)
+    assert np.max(np.abs(total)) < 1e-14
+
+
+def test_point_mass_and_uniform_gravity():
+    x, R = _random_bodies(2, seed=7)
+    r = np.linalg.norm(np.asarray(x), axis=-1)
+    assert np.isclose(
+        potentials.point_mass(x, 2.0, jnp.array([1.0, 3.0])), -2.0 * (1 / r[0] + 3 / r[1])
+    )
+    assert np.isclose(potentials.uniform_gravity(x, 9.8), 9.8 * np.sum(np.asarray(x)[:, 2]))
+    chi = np.array([0.0, 0.0, 0.5])
+    assert np.isclose(potentials.fixed_point_gravity(R, chi), np.sum(np.asarray(R)[:, 2, :] @ chi))
+
+
+# -- bad input: one InputError naming it ---------------------------------------------------
+def _check(match, fn):
+    with pytest.raises(mi.InputError, match=match):
+        fn()
+
+
+def test_bad_inertia_mass_and_flags_are_refused():
+    _check("inertia.*> 0", lambda: RigidBodies([[1.0, -1.0, 1.0]]))
+    _check("inertia.*triangle inequality", lambda: RigidBodies([[1.0, 1.0, 3.0]]))
+    _check("inertia.*not symmetric", lambda: RigidBodies([[[1, 0.5, 0], [0, 1, 0], [0, 0, 1]]]))
+    _check("inertia.*shape", lambda: RigidBodies([[1.0, 2.0]]))
+    _check("mass.*one mass per body", lambda: RigidBodies([[1, 1, 1]] * 2, mass=[1, 2, 3]))
+    _check("mass.*> 0", lambda: RigidBodies([[1, 1, 1]], mass=0.0))
+    _check(
+        "translation_invariant.*fixed", lambda: RigidBodies([[1, 1, 1]], translation_invariant=True)
+    )
+    # a planar body (I3 = I1 + I2) is physical, and rounding of the equality is removed
+    planar = RigidBodies([[1.0, 2.0, 3.0 + 1e-15]])
+    assert float(planar.inertia[0, 2]) == 3.0
+
+
+def test_bad_potentials_are_refused_at_construction():
+    I = [[1.0, 1.5, 2.0]]
+    _check("potential.*function", lambda: RigidBodies(I, potential=cast(Any, 3.0)))
+    _check("potential.*scalar", lambda: RigidBodies(I, potential=lambda R: R[:, 0, 0]))
+    _check("potential.*could not be evaluated", lambda: RigidBodies(I, potential=lambda x, R: 0.0))
+    _check(
+        "potential.*not finite", lambda: RigidBodies(I, potential=lambda R: jnp.log(R[0, 0, 0] - 5))
+    )
+    _check(
+        "translation_invariant.*not translation invariant",
+        lambda: RigidBodies(
+            I * 2,
+            mass=1.0,
+            potential=lambda x, R: jnp.sum(x[:, 0] ** 2),
+            translation_invariant=True,
+        ),
+    )
+    _check(
+        "rotation_invariant.*not rotation invariant",
+        lambda: RigidBodies(I, potential=cases._heavy, rotation_invariant=True),
+    )
+
+
+def test_bad_states_are_refused_naming_the_field():
+    system = cases.pair()
+    x, p, R, Pi = cases.pair_state()
+    bent = R.copy()
+    bent[0, 0, 0] += 1e-6
+    _check(r"x0 \(R\).*not a set of rotations", lambda: system.validate_state((x, p, bent, Pi)))
+    _check(r"x0 \(R\).*not a set of rotations", lambda: system.validate_state((x, p, -R, Pi)))
+    _check(r"x0 \(Pi\).*N = 2", lambda: system.validate_state((x, p, R, Pi[:1])))
+    _check(r"x0 \(x\).*shape", lambda: system.validate_state((x[:1], p, R, Pi)))
+    _check(r"x0.*tuple \(x, p, R, Pi\)", lambda: system.validate_state((R, Pi)))
+    _check(r"x0 \(p\).*finite", lambda: system.validate_state((x, p * np.nan, R, Pi)))
+    # round-off in R is projected away, never more
+    near = R + 1e-13
+    out, batched = system.validate_state((x, p, near, Pi))
+    assert not batched
+    assert np.max(np.abs(np.swapaxes(out[2], -1, -2) @ out[2] - np.eye(3))) < 1e-15
+    with pytest.raises(mi.InputError, match="x0"):
+        mi.simulate(system, mi.integrators.LieGroupVariational(), (x, p, bent, Pi), 0.1, 10)
+
+
+def test_so3_hat_is_the_convention_of_the_bracket():
+    """Ṙ = R hat(Ω): the body frame (a spin about body e3 turns the first column toward
+    the second)."""
+    system = cases.free()
+    R = jnp.eye(3)[None]
+    Pi = jnp.array([[0.0, 0.0, 2.0]])
+    dR, _ = system.vector_field((R, Pi))
+    assert np.allclose(dR[0], so3.hat(jnp.array([0.0, 0.0, 1.0])))

@@ -17,7 +17,10 @@ from mechint.integrators.exact_flow import ExactFlow
 from mechint.integrators.explicit_rk import RK4, ExplicitEuler, ExplicitRungeKutta
 from mechint.integrators.flows import (
     AxisRotation,
+    BodyDrift,
+    BodyKick,
     Drift,
+    FreeRotation,
     GravityKick,
     Kick,
     NumericalFlow,
@@ -26,6 +29,7 @@ from mechint.integrators.flows import (
 from mechint.integrators.gauss import Gauss
 from mechint.integrators.implicit_midpoint import ImplicitMidpoint
 from mechint.integrators.kahan import Kahan
+from mechint.integrators.lie_group_variational import LieGroupVariational
 from mechint.integrators.oriented import Oriented
 from mechint.integrators.registry import INTEGRATORS, SETTINGS, build, settings_for
 from mechint.integrators.rigid_body_splitting import RigidBodySplitting
@@ -59,6 +63,8 @@ __all__ = [
     "SPLITTING_SCHEMES",
     "AverageVectorField",
     "AxisRotation",
+    "BodyDrift",
+    "BodyKick",
     "BodyRotationMap",
     "Compensated",
     "Composition",
@@ -69,6 +75,7 @@ __all__ = [
     "ExactFlow",
     "ExplicitEuler",
     "ExplicitRungeKutta",
+    "FreeRotation",
     "Gauss",
     "GravityKick",
     "ImplicitIntegrator",
@@ -76,6 +83,7 @@ __all__ = [
     "Integrator",
     "Kahan",
     "Kick",
+    "LieGroupVariational",
     "NumericalFlow",
     "Oriented",
     "Reason",

@@ -33,7 +33,6 @@ import jax.numpy as jnp
 
 from mechint.lie import so3
 from mechint.maps import Reason, combine, status
-from mechint.solvers.linear import positive_stable
 
 ORDERS = (2, 4, 6, 8, 10)
 
@@ -213,5 +212,30 @@ def step(m, I, h, order: int, *, rtol: float = 1e-14, max_iter: int = 20, check_
     st = status(converged, res, Reason.NOT_CONVERGED)
     if check_branch:
         J = 0.5 * jnp.sum(I_mod, axis=-1, keepdims=True) - I_mod
-        st = combine([st, status(positive_stable(W / J[..., :, None]), res, Reason.WRONG_BRANCH)])
+        st = combine([st, status(on_branch(W, J), res, Reason.WRONG_BRANCH)])
     return m_next, c, W, st
+
+
+def on_branch(W, J):
+    """Whether every eigenvalue of J⁻¹W has a positive real part (the branch W → I, see
+    ``discrete_lagrangian``), for diagonal J ≥ 0 (a planar body, I_k = I_i + I_j, has
+    J_k = 0).  The roots of det(sJ + W) = a3 s³ + a2 s² + a1 s + a0 must lie in the
+    left half-plane: a2, a1, a0 > 0 and a2 a1 > a3 a0 (Routh–Hurwitz; as J_k → 0 one
+    root goes to −∞ exactly when a2 > 0, and the conditions become the quadratic's).
+    For J > 0 it is ``solvers.linear.positive_stable(W / J[:, None])``."""
+    W = jax.lax.stop_gradient(W)
+    J1, J2, J3 = J[..., 0], J[..., 1], J[..., 2]
+    w = [[W[..., i, j] for j in range(3)] for i in range(3)]
+    a3 = J1 * J2 * J3
+    a2 = J1 * J2 * w[2][2] + J1 * J3 * w[1][1] + J2 * J3 * w[0][0]
+    a1 = (
+        J1 * (w[1][1] * w[2][2] - w[1][2] * w[2][1])
+        + J2 * (w[0][0] * w[2][2] - w[0][2] * w[2][0])
+        + J3 * (w[0][0] * w[1][1] - w[0][1] * w[1][0])
+    )
+    a0 = (
+        w[0][0] * (w[1][1] * w[2][2] - w[1][2] * w[2][1])
+        - w[0][1] * (w[1][0] * w[2][2] - w[1][2] * w[2][0])
+        + w[0][2] * (w[1][0] * w[2][1] - w[1][1] * w[2][0])
+    )
+    return (a2 > 0) & (a1 > 0) & (a0 > 0) & (a2 * a1 > a3 * a0)

@@ -4,7 +4,8 @@ r"""Sub-flows for splitting methods.  Every flow is an integrator (one map proto
   ``Drift()`` and ``Kick()`` (the flows of T and V for H = T(p) + V(q)),
   ``AxisRotation(i)`` (the flow of m_i²/(2 I_i) for the Euler top, and for the heavy top
   on m and γ), ``GravityKick()`` and ``SymmetricFreeFlow()`` (the heavy top's potential
-  and, for two equal moments, its exact free flow);
+  and, for two equal moments, its exact free flow), ``BodyKick()`` and ``BodyDrift()``
+  (rigid bodies in a potential: the potential, the drift of the centres);
 - ``NumericalFlow(part, integrator)``: ``integrator`` advancing the system ``part`` (a
   piece of the Hamiltonian with the same state layout), e.g. midpoint on a
   non-separable piece.
@@ -18,9 +19,28 @@ from typing import ClassVar, final
 from mechint.errors import InputError
 from mechint.maps import Integrator, StepStatus, Traits
 from mechint.systems.base import System
-from mechint.systems.flows import AxisRotation, Drift, GravityKick, Kick, SymmetricFreeFlow
+from mechint.systems.flows import (
+    AxisRotation,
+    BodyDrift,
+    BodyKick,
+    Drift,
+    FreeRotation,
+    GravityKick,
+    Kick,
+    SymmetricFreeFlow,
+)
 
-__all__ = ["AxisRotation", "Drift", "GravityKick", "Kick", "NumericalFlow", "SymmetricFreeFlow"]
+__all__ = [
+    "AxisRotation",
+    "BodyDrift",
+    "BodyKick",
+    "Drift",
+    "FreeRotation",
+    "GravityKick",
+    "Kick",
+    "NumericalFlow",
+    "SymmetricFreeFlow",
+]
 
 
 @final

@@ -16,7 +16,7 @@ Lagrange top m3 too); H is kept only to O(h^order).
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, final
+from typing import Any, ClassVar, final
 
 from mechint._validate import whole_number
 from mechint.errors import InputError
@@ -24,12 +24,17 @@ from mechint.integrators import composition_schemes
 from mechint.integrators.composition import Composition
 from mechint.integrators.splitting import Splitting
 from mechint.maps import Integrator, Setting, StepStatus, Traits, serves_only
+from mechint.systems.base import BodiesInPotential
 from mechint.systems.euler_top import EulerTop
+from mechint.systems.flows import BodyDrift, BodyKick, FreeRotation
 from mechint.systems.heavy_top import AbstractHeavyTop
 
 SCHEME_FOR_ORDER = composition_schemes.FOR_ORDER
 
 _STRANG = Splitting()  # the system's natural split: exact flows
+# rigid bodies in a potential: kick, drift, and the free rotation's five principal
+# rotations composed into one (NO_SQUISH type; Dullweber, Leimkuhler, McLachlan 1997)
+_BODIES = Splitting((BodyKick(), BodyDrift(), FreeRotation()))
 
 
 _order = whole_number("order")
@@ -50,21 +55,23 @@ class RigidBodySplitting(Integrator):
             raise InputError("order", f"must be 2, 4, 6, 8 or 10, got {self.order!r}")
         self.settle_traits()
 
-    @property
-    def method(self) -> Integrator:
+    def method(self, system) -> Integrator:
         """The Strang splitting, or its composition for order > 2."""
+        strang = _BODIES if isinstance(system, BodiesInPotential) else _STRANG
         if self.order == 2:
-            return _STRANG
-        return Composition(_STRANG, SCHEME_FOR_ORDER[self.order])
+            return strang
+        return Composition(strang, SCHEME_FOR_ORDER[self.order])
 
     def derived_traits(self) -> Traits:
         return Traits(order=self.order, symmetric=True, explicit=True, poisson=True)
 
     def cannot_serve(self, system) -> str | None:
-        return serves_only(system, (EulerTop, AbstractHeavyTop))
+        return serves_only(system, (EulerTop, AbstractHeavyTop, BodiesInPotential))
 
-    def step(self, system, x, h) -> tuple[object, StepStatus]:
-        return self.method.step(system, x, h)
+    def step(self, system, x, h) -> tuple[Any, StepStatus]:
+        return self.method(system).step(system, x, h)
 
     def preserved(self, system, x, h) -> dict:
+        if isinstance(system, BodiesInPotential):  # every piece keeps these (the
+            return system.split_invariants(x)  # principal rotations included)
         return _STRANG.preserved(system, x, h)

@@ -6,7 +6,9 @@ numbers (their ``parameter_table``); adding a system is its module plus one line
 """
 
 from mechint._validate import lookup
+from mechint.systems import potentials
 from mechint.systems.base import (
+    BodiesInPotential,
     ExactSolution,
     HamiltonianSystem,
     LevelSetSampler,
@@ -28,7 +30,16 @@ from mechint.systems.canonical_models import HarmonicOscillator, HenonHeiles, Ke
 from mechint.systems.clebsch import ClebschTop
 from mechint.systems.constant_poisson import PoissonHamiltonian
 from mechint.systems.euler_top import EulerTop, FreeTop
-from mechint.systems.flows import AxisRotation, Drift, GravityKick, Kick, SymmetricFreeFlow
+from mechint.systems.flows import (
+    AxisRotation,
+    BodyDrift,
+    BodyKick,
+    Drift,
+    FreeRotation,
+    GravityKick,
+    Kick,
+    SymmetricFreeFlow,
+)
 from mechint.systems.free_rigid_body import FreeRigidBody
 from mechint.systems.heavy_top import (
     AbstractHeavyTop,
@@ -40,6 +51,7 @@ from mechint.systems.lie_poisson import LiePoissonHamiltonian
 from mechint.systems.quadratic_field import LotkaVolterra, QuadraticField
 from mechint.systems.quadratic_potential import QuadraticPotentialTop
 from mechint.systems.rigid import Body
+from mechint.systems.rigid_bodies import RigidBodies
 
 # The models the CLI can build from numbers (the others take user functions or tensors).
 SYSTEMS: dict[str, type[System]] = {
@@ -61,7 +73,16 @@ SYSTEMS: dict[str, type[System]] = {
 }
 
 # The exact flows of the systems' natural pieces (re-exported by mechint.integrators).
-FLOWS = (AxisRotation, Drift, GravityKick, Kick, SymmetricFreeFlow)
+FLOWS = (
+    AxisRotation,
+    BodyDrift,
+    BodyKick,
+    Drift,
+    FreeRotation,
+    GravityKick,
+    Kick,
+    SymmetricFreeFlow,
+)
 
 
 def get(name: str) -> type[System]:
@@ -73,7 +94,10 @@ __all__ = [
     "FLOWS",
     "SYSTEMS",
     "AbstractHeavyTop",
+    "BodiesInPotential",
     "Body",
+    "BodyDrift",
+    "BodyKick",
     "Canonical",
     "ClebschTop",
     "EulerTop",
@@ -101,10 +125,12 @@ __all__ = [
     "QuadraticPotentialTop",
     "QuadraticVectorField",
     "ReducedEnergy",
+    "RigidBodies",
     "Separable",
     "SeparableHamiltonian",
     "StateOption",
     "SymmetricFreeFlow",
     "System",
     "get",
+    "potentials",
 ]

@@ -324,10 +324,11 @@ class GravityTop(System):
 
 
 class PrincipalRotations(System):
-    """The capability of a body with principal moments ``inertia`` whose state is a set
-    of body vectors (m; the heavy top's m and γ) that the flow of m_i²/(2 I_i) turns
-    rigidly about the principal axis e_i (``AxisRotation``, which serves every such
-    body without knowing its class)."""
+    """The capability of a body with principal moments ``inertia`` ((3,), or (N, 3) for
+    N bodies) whose state is a set of body vectors (m; the heavy top's m and γ; rigid
+    bodies' Π and the rows of R) that the flow of m_i²/(2 I_i) turns rigidly about the
+    principal axis i (``AxisRotation``, which serves every such body without knowing its
+    class)."""
 
     inertia: Any
 
@@ -336,8 +337,43 @@ class PrincipalRotations(System):
         """The state's body vectors, m first."""
 
     @abc.abstractmethod
-    def from_body_vectors(self, vectors: tuple[Any, ...]) -> Any:
-        """The state of these body vectors."""
+    def from_body_vectors(self, x, vectors: tuple[Any, ...]) -> Any:
+        """The state ``x`` with its body vectors replaced by ``vectors`` (what else the
+        state holds, such as rigid bodies' positions, rides along)."""
+
+    def principal_axes(self) -> Any:
+        """None when the body vectors are given in the principal frame; else the
+        principal axes A (..., 3, 3) (columns) in the frame they are given in, whose
+        axis i the rotation i turns about."""
+        return None
+
+
+class BodiesInPotential(System):
+    """The capability of rigid bodies (and their centres of mass) in a potential V,
+    ``systems.RigidBodies``: the exact flows of the potential and of the translational
+    kinetic energy, which splittings and the Lie group variational map alternate with
+    the free rotation (``flows.BodyKick``, ``flows.BodyDrift``); the free rotation
+    itself is the ``PrincipalRotations`` capability."""
+
+    @property
+    @abc.abstractmethod
+    def potential_free(self) -> bool:
+        """V = 0: the bodies are free."""
+
+    @abc.abstractmethod
+    def kick(self, x, t) -> Any:
+        """The exact flow of V for time t: p ← p − t ∂V/∂x, Π ← Π + t M (the body
+        torques), x and R fixed."""
+
+    @abc.abstractmethod
+    def drift(self, x, t) -> Any:
+        """The exact flow of Σ|p|²/(2m) for time t: x ← x + t p/m (the identity when
+        the centres are fixed)."""
+
+    @abc.abstractmethod
+    def split_invariants(self, x) -> dict:
+        """What every piece of the split keeps exactly: the momenta of the potential's
+        declared symmetries and the Casimirs (RᵀR = I)."""
 
 
 # -- validation shared by the systems ------------------------------------------------------

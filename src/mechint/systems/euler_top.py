@@ -205,7 +205,7 @@ class EulerTop(
     def body_vectors(self, x) -> tuple[Any, ...]:
         return (x,)
 
-    def from_body_vectors(self, vectors: tuple[Any, ...]) -> Any:
+    def from_body_vectors(self, x, vectors: tuple[Any, ...]) -> Any:
         return vectors[0]
 
     level_set_keys = ("C",)

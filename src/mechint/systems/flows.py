@@ -7,13 +7,16 @@ of them.
 - ``AxisRotation(i)``: the flow of m_i²/(2 I_i) for a body with principal axes, turning
   m (and the heavy top's γ) rigidly (``PrincipalRotations``);
 - ``GravityKick()``, ``SymmetricFreeFlow()``: a heavy top's potential χ·γ and, for two
-  equal moments, its exact free flow (``GravityTop``).
+  equal moments, its exact free flow (``GravityTop``);
+- ``BodyKick()``, ``BodyDrift()``: the potential and the translational kinetic energy
+  of rigid bodies in a potential (``BodiesInPotential``), whose free rotation is the
+  principal rotations composed into one (``FreeRotation``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, final
+from typing import Any, ClassVar, final
 
 import jax.numpy as jnp
 from jaxtyping import Array, Float
@@ -21,9 +24,24 @@ from jaxtyping import Array, Float
 from mechint import maps
 from mechint.errors import InputError
 from mechint.lie import so3
-from mechint.systems.base import GravityTop, PrincipalRotations, SeparableEnergy
+from mechint.systems.base import (
+    BodiesInPotential,
+    GravityTop,
+    PrincipalRotations,
+    SeparableEnergy,
+)
 
-__all__ = ["AxisRotation", "Drift", "GravityKick", "Kick", "SymmetricFreeFlow", "spin"]
+__all__ = [
+    "AxisRotation",
+    "BodyDrift",
+    "BodyKick",
+    "Drift",
+    "FreeRotation",
+    "GravityKick",
+    "Kick",
+    "SymmetricFreeFlow",
+    "spin",
+]
 
 
 # -- the exact flows of the pieces of a separable Hamiltonian -------------------------------
@@ -67,6 +85,15 @@ class Kick(maps.Integrator):
         return maps.kept(system, system.momentum_maps, x)
 
 
+def axis_quaternion(system: PrincipalRotations, m, i: int, t):
+    """The quaternion (cos(θ/2), −sin(θ/2) a) of the flow of m_i²/(2 I_i) for time t:
+    the rotation about the principal axis a = A e_i by −θ, θ = t (a·m)/I_i."""
+    axes = system.principal_axes()
+    a = jnp.eye(3, dtype=m.dtype)[i] if axes is None else axes[..., :, i]
+    half = 0.5 * t * jnp.sum(a * m, axis=-1, keepdims=True) / system.inertia[..., i : i + 1]
+    return jnp.concatenate([jnp.cos(half), -jnp.sin(half) * a], axis=-1)
+
+
 def spin(v: Float[Array, "... 3"], i: int, theta) -> Float[Array, "... 3"]:
     """v rotated about e_i by −θ: with (i, j, k) cyclic, v_j ← cos θ v_j + sin θ v_k,
     v_k ← cos θ v_k − sin θ v_j; v_i is left untouched (exactly)."""
@@ -101,8 +128,46 @@ class AxisRotation(maps.Integrator):
     def step(self, system, x, h):
         i = self.axis
         vectors = system.body_vectors(x)  # m, and the heavy top's γ
-        theta = h * vectors[0][..., i] / system.inertia[i]
-        y = system.from_body_vectors(tuple(spin(v, i, theta) for v in vectors))
+        if system.principal_axes() is None:
+            theta = h * vectors[0][..., i] / system.inertia[..., i]  # (N, 3) moments: per body
+            y = system.from_body_vectors(x, tuple(spin(v, i, theta) for v in vectors))
+        else:  # about the principal axis A e_i of the frame the vectors are given in
+            q = axis_quaternion(system, vectors[0], i, h)
+            y = system.from_body_vectors(x, tuple(so3.rotate(q, v) for v in vectors))
+        return y, maps.ok_status(y)
+
+    def preserved(self, system, x, h) -> dict:
+        return dict(system.casimirs(x))
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class FreeRotation(maps.Integrator):
+    """The free body's Strang splitting into its principal rotations,
+    R1(h/2) R2(h/2) R3(h) R2(h/2) R1(h/2) (McLachlan 1993; Dullweber, Leimkuhler and
+    McLachlan 1997), composed into one quaternion and applied once to every body vector
+    (``PrincipalRotations``, principal axes in any frame: ``principal_axes``).  One
+    rounded rotation a step instead of five: the rotations' rounding, which is the same
+    every step when the spin changes slowly, would otherwise move Π and RᵀR by a bias of
+    ~1e-16 each (1e-11 in 10⁵ steps).  Explicit, Poisson, symmetric, of order 2; it
+    keeps |m| and every Casimir."""
+
+    name: ClassVar[str] = "free-rotation"
+    traits = maps.Traits(order=2, symmetric=True, explicit=True, symplectic=True, poisson=True)
+
+    def cannot_serve(self, system) -> str | None:
+        return maps.serves_only(system, (PrincipalRotations,))
+
+    def step(self, system, x, h):
+        vectors = system.body_vectors(x)
+        m = vectors[0]
+        q = jnp.zeros((*m.shape[:-1], 4), m.dtype).at[..., 0].set(1.0)
+        for i, t in ((0, 0.5 * h), (1, 0.5 * h), (2, h), (1, 0.5 * h), (0, 0.5 * h)):
+            qi = axis_quaternion(system, m, i, t)
+            m = so3.rotate(qi, m)
+            q = so3.compose(qi, q)
+        q = q / q[..., :1]  # (1, c), c = tan(φ/2)·axis, as the Moser–Veselov step turns
+        y = system.from_body_vectors(x, tuple(so3.rotate(q, v) for v in vectors))
         return y, maps.ok_status(y)
 
     def preserved(self, system, x, h) -> dict:
@@ -177,3 +242,50 @@ class SymmetricFreeFlow(maps.Integrator):
 
     def preserved(self, system, x, h) -> dict:
         return system.split_invariants(x)
+
+
+# -- the exact flows of rigid bodies in a potential ----------------------------------------
+class _BodyPiece(maps.Integrator):
+    """An exact flow of a piece of rigid bodies' H (``BodiesInPotential``): it keeps the
+    momenta of V's symmetries and RᵀR."""
+
+    traits = maps.EXACT_TRAITS
+
+    @staticmethod
+    def advance(system: BodiesInPotential, x, t) -> Any:
+        raise NotImplementedError
+
+    def cannot_serve(self, system) -> str | None:
+        return maps.serves_only(system, (BodiesInPotential,))
+
+    def step(self, system, x, h):
+        y = self.advance(system, x, h)
+        return y, maps.ok_status(y)
+
+    def preserved(self, system, x, h) -> dict:
+        return system.split_invariants(x)
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class BodyKick(_BodyPiece):
+    """Exact flow of the potential V of rigid bodies: p ← p − t ∂V/∂x and Π ← Π + t M
+    (the body torques; x and R fixed)."""
+
+    name: ClassVar[str] = "body-kick"
+
+    @staticmethod
+    def advance(system: BodiesInPotential, x, t) -> Any:
+        return system.kick(x, t)
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class BodyDrift(_BodyPiece):
+    """Exact flow of the translational kinetic energy Σ|p|²/(2m): x ← x + t p/m."""
+
+    name: ClassVar[str] = "body-drift"
+
+    @staticmethod
+    def advance(system: BodiesInPotential, x, t) -> Any:
+        return system.drift(x, t)

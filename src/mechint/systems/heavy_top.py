@@ -227,7 +227,7 @@ class AbstractHeavyTop(
     def body_vectors(self, x) -> tuple[Any, ...]:
         return tuple(x)
 
-    def from_body_vectors(self, vectors: tuple[Any, ...]) -> Any:
+    def from_body_vectors(self, x, vectors: tuple[Any, ...]) -> Any:
         return tuple(vectors)
 
     def body_split(self, x):

@@ -1,0 +1,152 @@
+r"""Potentials of rigid bodies as plain JAX functions, to combine into the ``potential`` of
+``systems.RigidBodies`` (docs/math.md §8).
+
+Every function takes one state, not a batch: positions ``x`` (N, 3) of the centres of
+mass, attitudes ``R`` (N, 3, 3) (body → space), and its own constants; each returns a
+scalar energy.  Sum them in a function of your own, e.g.
+
+    def V(x, R, params):
+        return potentials.lennard_jones(x, R, sites, params["eps"], params["sigma"]) + \
+               potentials.coulomb(x, R, sites, charges)
+
+Constants given through ``params`` are leaves of the system (differentiable, and a new
+value reuses the compiled run); constants closed over are fixed.
+
+- ``fixed_point_gravity(R, chi, up)``: uniform gravity on bodies turning about fixed
+  points (the heavy top; χ_b = weight × the centre of mass in body b's frame):
+  V = Σ_b up·R_b χ_b.  With up = e_z, V = χ·γ, γ = Rᵀe_z: ``systems.HeavyTop``'s.
+- ``uniform_gravity(x, weight, up)``: V = Σ_b weight_b up·x_b.
+- ``point_mass(x, mu, mass)``: a point-mass primary at the origin, V = −Σ_b μ m_b/|x_b|
+  (the orbit of coupled orbit–attitude motion).
+- ``gravity_gradient(x, R, mu, inertia)``: MacCullagh's second-order term of the same
+  primary, V₂ = −Σ_b μ/(2|x_b|³) (tr 𝕁_b − 3 r̂ᵀ R_b 𝕁_b R_bᵀ r̂), r̂ = x_b/|x_b|:
+  its torque 3μ/|x|³ (R_bᵀr̂) × 𝕁_b(R_bᵀr̂) turns the axis of least inertia to the
+  primary.  ``point_mass + gravity_gradient`` is the restricted full two-body problem.
+- ``site_positions(x, R, sites)``: the space positions x_b + R_b s_bi of points fixed in
+  the bodies (``sites`` (S, 3) for all bodies alike, or (N, S, 3)).
+- ``lennard_jones``, ``coulomb``, ``mutual_gravity``: sums over the pairs of sites on
+  different bodies (never within one body: a rigid body's internal energy is constant)
+  of 4ε((σ/r)¹² − (σ/r)⁶) (per-site ε, σ mixed by Lorentz–Berthelot: √(ε_iε_j),
+  (σ_i + σ_j)/2), k q_i q_j / r, and −G m_i m_j / r.  Free space, no cut-off: every
+  pair counts (O((NS)²) work per evaluation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax.numpy as jnp
+
+__all__ = [
+    "coulomb",
+    "fixed_point_gravity",
+    "gravity_gradient",
+    "lennard_jones",
+    "mutual_gravity",
+    "pair_sum",
+    "point_mass",
+    "site_positions",
+    "uniform_gravity",
+]
+
+_UP = (0.0, 0.0, 1.0)
+
+
+def fixed_point_gravity(R, chi, up=_UP):
+    """Σ_b up·R_b χ_b: gravity on bodies turning about fixed points (``chi`` (N, 3) or
+    (3,): weight × the centre of mass in the body frame; ``up``: the unit vertical)."""
+    chi = jnp.broadcast_to(jnp.asarray(chi, R.dtype), R.shape[:-1])
+    return jnp.sum(jnp.asarray(up, R.dtype) * jnp.einsum("nij,nj->ni", R, chi))
+
+
+def uniform_gravity(x, weight, up=_UP):
+    """Σ_b weight_b up·x_b (``weight``: m_b g, one per body or one for all)."""
+    weight = jnp.broadcast_to(jnp.asarray(weight, x.dtype), x.shape[:-1])
+    return jnp.sum(weight * (x @ jnp.asarray(up, x.dtype)))
+
+
+def _norm(x):
+    return jnp.sqrt(jnp.sum(x * x, axis=-1))
+
+
+def point_mass(x, mu, mass):
+    """−Σ_b μ m_b/|x_b|: a point-mass primary (gravitational parameter μ = GM) at the
+    origin."""
+    mass = jnp.broadcast_to(jnp.asarray(mass, x.dtype), x.shape[:-1])
+    return -mu * jnp.sum(mass / _norm(x))
+
+
+def _tensors(inertia, dtype):
+    """Inertia tensors (N, 3, 3) from tensors or principal moments (N, 3) / (3,)."""
+    inertia = jnp.asarray(inertia, dtype)
+    if inertia.shape[-2:] == (3, 3) and inertia.ndim == 3:
+        return inertia
+    return jnp.atleast_2d(inertia)[..., :, None] * jnp.eye(3, dtype=dtype)
+
+
+def gravity_gradient(x, R, mu, inertia):
+    """MacCullagh's term −Σ_b μ/(2|x_b|³)(tr 𝕁_b − 3 r̂ᵀ R_b 𝕁_b R_bᵀ r̂) of a point-mass
+    primary at the origin (``inertia``: tensors (N, 3, 3) or principal moments (N, 3)
+    in the body frames)."""
+    J = _tensors(inertia, x.dtype)
+    r = _norm(x)
+    u = jnp.einsum("nji,nj->ni", R, x / r[:, None])  # r̂ in each body's frame
+    trace = jnp.trace(J, axis1=-2, axis2=-1)
+    along = jnp.einsum("ni,nij,nj->n", u, J, u)
+    return -jnp.sum(mu / (2.0 * r**3) * (trace - 3.0 * along))
+
+
+def site_positions(x, R, sites):
+    """x_b + R_b s_bi: the space positions (N, S, 3) of points fixed in the bodies
+    (``sites`` (S, 3), the same in every body, or (N, S, 3), in the body frames,
+    relative to the centres of mass)."""
+    sites = jnp.broadcast_to(jnp.asarray(sites, R.dtype), (R.shape[0], *jnp.shape(sites)[-2:]))
+    return x[:, None, :] + jnp.einsum("nij,nsj->nsi", R, sites)
+
+
+def pair_sum(x, R, sites, energy: Callable, *values):
+    """Σ over pairs (i, j) of sites on different bodies of ``energy(r², a_i, a_j, ...)``
+    for the per-site ``values`` a (each (S,) or (N, S)).  Pairs of one body are left
+    out and never evaluated at r = 0 (their gradient stays finite)."""
+    P = site_positions(x, R, sites)
+    n, s = P.shape[0], P.shape[1]
+    flat = P.reshape(n * s, 3)
+    body = jnp.repeat(jnp.arange(n), s)
+    mask = body[:, None] < body[None, :]
+    d = flat[:, None, :] - flat[None, :, :]
+    r2 = jnp.where(mask, jnp.sum(d * d, axis=-1), 1.0)
+    per_site = [jnp.broadcast_to(jnp.asarray(v, R.dtype), (n, s)).reshape(n * s) for v in values]
+    pairs = [(a[:, None], a[None, :]) for a in per_site]
+    e = energy(r2, *pairs)
+    return jnp.sum(jnp.where(mask, e, 0.0))
+
+
+def lennard_jones(x, R, sites, epsilon, sigma):
+    """Σ 4ε_ij((σ_ij/r)¹² − (σ_ij/r)⁶) over pairs of sites on different bodies; ε and σ
+    per site ((S,), (N, S) or one number), mixed by Lorentz–Berthelot."""
+
+    def energy(r2, eps, sig):
+        e = jnp.sqrt(eps[0] * eps[1])
+        s6 = (0.5 * (sig[0] + sig[1])) ** 6 / r2**3
+        return 4.0 * e * (s6 * s6 - s6)
+
+    return pair_sum(x, R, sites, energy, epsilon, sigma)
+
+
+def coulomb(x, R, sites, charges, k=1.0):
+    """Σ k q_i q_j / r over pairs of sites on different bodies (``charges`` per site)."""
+
+    def energy(r2, q):
+        return k * q[0] * q[1] / jnp.sqrt(r2)
+
+    return pair_sum(x, R, sites, energy, charges)
+
+
+def mutual_gravity(x, R, sites, masses, G=1.0):
+    """−Σ G m_i m_j / r over pairs of point masses on different bodies (bodies made of
+    point masses ``masses`` per site: the full two-body problem's mutual potential)."""
+
+    def energy(r2, m):
+        return -G * m[0] * m[1] / jnp.sqrt(r2)
+
+    return pair_sum(x, R, sites, energy, masses)

@@ -1,0 +1,611 @@
+r"""N rigid bodies in any potential: position, momentum, attitude and body angular momentum.
+
+Source: T. Lee, M. Leok, N. H. McClamroch, *Lie group variational integrators for the
+full body problem*, CMAME 196 (2007) 2907 (arXiv math/0508365), §2; docs/math.md §8.
+Body b has mass m_b (its centre of mass at x_b, momentum p_b = m_b ẋ_b), attitude
+R_b ∈ SO(3) (body → space), inertia tensor 𝕁_b about its centre of mass (in its body
+frame) and body angular momentum Π_b = 𝕁_b Ω_b, Ṙ_b = R_b hat(Ω_b).  With a potential
+V(x, R):
+
+    ẋ_b = p_b / m_b,   ṗ_b = −∂V/∂x_b,   Ṙ_b = R_b hat(Ω_b),   Π̇_b = Π_b × Ω_b + M_b,
+
+    H = Σ_b |p_b|²/(2 m_b) + Σ_b ½ Π_b·Ω_b + V(x, R).
+
+**The body torque M.**  Let G_b = ∂V/∂R_b (the 3×3 matrix of partial derivatives with
+respect to the entries of R_b, by automatic differentiation).  A rotation of body b by
+η ∈ R³ in its own frame, R_b ↦ R_b exp(ε hat(η)), changes V at first order by
+tr(G_bᵀ R_b hat(η)) ε; with B = G_bᵀR_b and tr(B hat(η)) = −η·vee(B − Bᵀ), the
+virtual work −δV = η·M_b defines
+
+    M_b = vee(G_bᵀ R_b − R_bᵀ G_b)        (LLM 2007, (8): S(M) = ∂U/∂Rᵀ R − Rᵀ ∂U/∂R).
+
+For the heavy top, V = e_z·R χ gives G = e_z χᵀ, and M = vee(χγᵀ − γχᵀ) = γ × χ with
+γ = Rᵀe_z: the heavy top's own torque.
+
+**Structure.**  The bracket of T*(R³ × SO(3))ᴺ in the chart z = (x, p, vec R, Π)
+(left-trivialised, ``poisson_tensor``): {x_b, p_b} = 𝟙, {R_ij, Π_l} = −Σ_k R_ik ε_kjl,
+{Π_a, Π_b} = −ε_abc Π_c, zero otherwise: ż = B(z)∇H gives the equations above, and the
+entries of R_bᵀR_b are its Casimirs (``orthogonality`` measures them).  A map is
+symplectic on T*SO(3)ᴺ exactly when it is Poisson for B (``check``).
+
+**Momenta.**  If V(x + a, R) = V(x, R) for every a (``translation_invariant``), the
+total linear momentum P = Σ p_b is kept; if V(Qx, QR) = V(x, R) for every rotation Q
+(``rotation_invariant``), the total spatial angular momentum L = Σ x_b × p_b + R_bΠ_b.
+Each is listed among the invariants only when the user declares the symmetry, and the
+declaration is verified at construction (the total force Σ ∂V/∂x_b, and the total
+torque Σ x_b × F_b + R_b M_b, must vanish at two generic states), an ``InputError``
+when it is false.
+
+**Inertia.**  Principal moments (N, 3), or tensors (N, 3, 3) that are diagonalised once
+(𝕁 = A diag(I) Aᵀ, ``axes`` A ∈ SO(3)); the state stays in the frame the user gave.
+The moments must obey the triangle inequality I_i ≤ I_j + I_k (every mass distribution
+does; equality is a planar body, allowed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, ClassVar, final
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from mechint import maps
+from mechint._pytree import register_pytree
+from mechint._validate import real_array, shown, traced
+from mechint.errors import InputError
+from mechint.lie import orthonormalize, so3
+from mechint.systems.base import (
+    BodiesInPotential,
+    NaturalSplit,
+    PoissonSystem,
+    PrincipalRotations,
+)
+from mechint.systems.canonical import _parameters
+from mechint.systems.flows import AxisRotation, BodyDrift, BodyKick
+from mechint.systems.rigid import haar_so
+
+# A rotation given with max |RᵀR − 1| up to this is projected onto SO(3) (round-off of
+# a typed or computed matrix); more is an error.
+_ROTATION_TOL = 1e-10
+# Relative round-off accepted in a symmetric inertia tensor or a triangle inequality.
+_INERTIA_RTOL = 1e-12
+# A declared symmetry holds when the total force (torque) is this small against the
+# sum of the forces' (torques') sizes.
+_SYMMETRY_RTOL = 1e-9
+
+# Levi-Civita ε_ijk.
+_EPS = np.zeros((3, 3, 3))
+for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+    _EPS[_i, _j, _k], _EPS[_i, _k, _j] = 1.0, -1.0
+
+
+def _lead(a, core: int) -> tuple[int, ...]:
+    return tuple(np.shape(a)[: np.ndim(a) - core])
+
+
+def _per_state(fn, x, core: int):
+    """``fn`` of one state applied over the leading (batch, time) axes of ``x``, whose
+    last leaf has ``core`` trailing axes."""
+    lead = _lead(jax.tree.leaves(x)[-1], core)
+    for _ in lead:
+        fn = jax.vmap(fn)
+    return fn(x)
+
+
+def inertia_tensors(inertia) -> tuple[np.ndarray, np.ndarray | None]:
+    """(principal moments (N, 3), principal axes (N, 3, 3) or None) of ``inertia``:
+    moments (N, 3) (or (3,) for one body) or tensors (N, 3, 3), validated."""
+    arr = real_array("inertia", inertia)
+    if arr.ndim == 1:
+        arr = arr[None]
+    if traced(arr):  # inside a transform (e.g. jax.grad by the moments): the shape only
+        if arr.ndim != 2 or arr.shape[1] != 3:
+            raise InputError("inertia", f"a traced inertia must be moments (N, 3), got {arr.shape}")
+        return arr, None
+    if arr.ndim == 2 and arr.shape[1] == 3 and len(arr):
+        moments, axes = arr, None
+    elif arr.ndim == 3 and arr.shape[1:] == (3, 3) and len(arr):
+        scale = np.max(np.abs(arr), axis=(1, 2))
+        asym = np.max(np.abs(arr - np.swapaxes(arr, 1, 2)), axis=(1, 2))
+        if np.any(asym > _INERTIA_RTOL * scale):
+            b = int(np.argmax(asym / np.where(scale > 0, scale, 1.0)))
+            raise InputError(
+                "inertia",
+                f"the tensor of body {b} is not symmetric (max |𝕁 − 𝕁ᵀ| = {asym[b]:.3g})",
+                "give symmetric 3x3 inertia tensors, or principal moments of shape (N, 3)",
+            )
+        sym = 0.5 * (arr + np.swapaxes(arr, 1, 2))
+        off = sym - np.einsum("nii->ni", sym)[:, :, None] * np.eye(3)
+        if not np.any(off):
+            moments, axes = np.einsum("nii->ni", sym).copy(), None
+        else:
+            moments, axes = np.linalg.eigh(sym)
+            axes[:, :, 2] *= np.sign(np.linalg.det(axes))[:, None]  # a rotation
+    else:
+        raise InputError(
+            "inertia",
+            f"expected principal moments of shape (N, 3) or tensors (N, 3, 3), got shape "
+            f"{arr.shape}",
+            "e.g. [[1, 2, 2.5]] for one body",
+        )
+    if np.any(moments <= 0):
+        b = int(np.argmin(np.min(moments, axis=1)))
+        raise InputError(
+            "inertia",
+            f"body {b} has moments {tuple(moments[b].tolist())}: every principal moment "
+            "must be > 0",
+        )
+    total = np.sum(moments, axis=1, keepdims=True)
+    excess = moments - (total - moments)  # I_i − (I_j + I_k)
+    if np.any(excess > _INERTIA_RTOL * total):
+        b = int(np.argmax(np.max(excess / total, axis=1)))
+        raise InputError(
+            "inertia",
+            f"body {b} has moments {tuple(moments[b].tolist())}, which break the triangle "
+            "inequality I_i ≤ I_j + I_k (no mass distribution has them)",
+            "check the units and the axes of the moments",
+        )
+    moments = np.where(excess > 0, total - moments, moments)  # planar: I_i = I_j + I_k
+    return moments, axes
+
+
+def _masses(mass, n: int) -> Any:
+    if mass is None:
+        return None
+    arr = real_array("mass", mass)
+    if arr.ndim == 0:
+        arr = jnp.full(n, arr) if traced(arr) else np.full(n, float(arr))
+    if arr.shape != (n,):
+        raise InputError("mass", f"expected one mass per body ({n}), got shape {arr.shape}")
+    if traced(arr):
+        return arr
+    if np.any(arr <= 0):
+        raise InputError("mass", f"every mass must be > 0, got {tuple(arr.tolist())}")
+    return arr
+
+
+def rotation_matrices(name: str, value, n: int, lead: tuple[int, ...]) -> np.ndarray:
+    """Rotations of shape (*lead, n, 3, 3): orthogonal within 1e-10 (projected onto
+    SO(3), removing that round-off), det > 0; else ``InputError`` naming ``name``."""
+    R = real_array(name, value)
+    if R.shape != (*lead, n, 3, 3):
+        raise InputError(name, f"expected shape {(*lead, n, 3, 3)}, got {R.shape}")
+    defect = np.max(np.abs(np.swapaxes(R, -1, -2) @ R - np.eye(3)), initial=0.0)
+    det = np.linalg.det(R)
+    if defect > _ROTATION_TOL or np.any(det <= 0):
+        raise InputError(
+            name,
+            f"is not a set of rotations (max |RᵀR − 1| = {defect:.2g}, smallest det = "
+            f"{np.min(det):.3g})",
+            "give attitudes in SO(3) (body → space), e.g. the identity",
+        )
+    U, _, Vt = np.linalg.svd(R)
+    return U @ Vt  # the nearest rotation (det > 0 kept: the defect is round-off)
+
+
+@final
+@register_pytree(
+    data=("inertia", "axes", "mass", "params"),
+    meta=("potential", "translation_invariant", "rotation_invariant"),
+)
+@dataclasses.dataclass(frozen=True, eq=False, init=False, repr=False)
+class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPotential):
+    """N rigid bodies in a potential (see the module docstring).
+
+    ``RigidBodies(inertia, mass=None, potential=V, params=None)``:
+
+    - ``inertia``: principal moments (N, 3) or inertia tensors (N, 3, 3) about the
+      centres of mass, in each body's frame; N = 1 allowed.
+    - ``mass``: one per body (or one for all).  Then the state is ``(x, p, R, Pi)`` of
+      shapes (N, 3), (N, 3), (N, 3, 3), (N, 3) and the potential is ``V(x, R)``
+      (``V(x, R, params)``).  ``mass=None``: the centres are fixed (attitude only), the
+      state is ``(R, Pi)`` and the potential ``V(R)`` (``V(R, params)``).
+    - ``potential``: any JAX function of one state returning a scalar (None: V = 0),
+      e.g. a sum of ``systems.potentials``; its forces and torques come from automatic
+      differentiation.  ``params``: a pytree of arrays passed to it (leaves of the
+      system: differentiable, and a new value reuses the compiled run).
+    - ``translation_invariant`` / ``rotation_invariant``: declare V's symmetry (verified
+      numerically): the total linear momentum P (``Px, Py, Pz``) / the total angular
+      momentum L (``Lx, Ly, Lz``) are then invariants.  V = 0 has both.
+
+    A batch of states adds a leading axis to every array."""
+
+    inertia: Float[Array, "n 3"]
+    axes: Float[Array, "n 3 3"] | None
+    mass: Float[Array, " n"] | None
+    params: Any
+    potential: Callable | None
+    translation_invariant: bool
+    rotation_invariant: bool
+
+    name: ClassVar[str] = "rigid-bodies"
+    descriptions: ClassVar[dict[str, str]] = {
+        "x": "centre of mass (space frame)",
+        "p": "linear momentum (space frame)",
+        "R": "attitude (body → space)",
+        "Pi": "body angular momentum",
+        "Px": "total linear momentum, x",
+        "Py": "total linear momentum, y",
+        "Pz": "total linear momentum, z",
+        "Lx": "total angular momentum Σ x×p + RΠ, x",
+        "Ly": "total angular momentum Σ x×p + RΠ, y",
+        "Lz": "total angular momentum Σ x×p + RΠ, z",
+        "trRtR": "Casimir Σ_b tr R_bᵀR_b (3N for rotations)",
+    }
+
+    def __init__(
+        self,
+        inertia,
+        mass=None,
+        potential: Callable | None = None,
+        params=None,
+        *,
+        translation_invariant: bool = False,
+        rotation_invariant: bool = False,
+    ):
+        moments, axes = inertia_tensors(inertia)
+        n = len(moments)
+        masses = _masses(mass, n)
+        if potential is not None and not callable(potential):
+            raise InputError("potential", f"must be a function, got {type(potential).__name__}")
+        for flag, value in (
+            ("translation_invariant", translation_invariant),
+            ("rotation_invariant", rotation_invariant),
+        ):
+            if not isinstance(value, bool | np.bool_):
+                raise InputError(flag, f"must be True or False, got {value!r}")
+        if translation_invariant and masses is None:
+            raise InputError(
+                "translation_invariant",
+                "the centres are fixed (mass=None): there is no linear momentum",
+                "give the masses, or leave translation_invariant out",
+            )
+        params = _parameters(params)
+        fields = (("R", ("body", "row", "col")), ("Pi", ("body", "axis")))
+        if masses is not None:
+            fields = (("x", ("body", "axis")), ("p", ("body", "axis")), *fields)
+        set_ = object.__setattr__
+        set_(self, "inertia", jnp.asarray(moments))
+        set_(self, "axes", None if axes is None else jnp.asarray(axes))
+        set_(self, "mass", None if masses is None else jnp.asarray(masses))
+        set_(self, "params", params)
+        set_(self, "potential", potential)
+        set_(self, "translation_invariant", bool(translation_invariant or potential is None))
+        set_(self, "rotation_invariant", bool(rotation_invariant or potential is None))
+        set_(self, "state_fields", fields)
+        if potential is not None:
+            self._check_potential(bool(translation_invariant), bool(rotation_invariant))
+
+    def __repr__(self) -> str:
+        mass = "None" if self.mass is None else shown(self.mass)
+        V = getattr(self.potential, "__name__", repr(self.potential))
+        return (
+            f"RigidBodies(N={self.bodies}, inertia={shown(self.inertia)}, mass={mass}, "
+            f"potential={V})"
+        )
+
+    # -- facts ---------------------------------------------------------------------------
+    @property
+    def bodies(self) -> int:
+        """N, the number of bodies."""
+        return self.inertia.shape[-2]
+
+    @property
+    def translating(self) -> bool:
+        """Whether the centres move (masses given): the state has x and p."""
+        return self.mass is not None
+
+    @property
+    def potential_free(self) -> bool:
+        return self.potential is None
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (self.bodies, 3)
+
+    def parameters(self) -> dict:
+        out: dict[str, Any] = {
+            "inertia": np.asarray(self.inertia).tolist(),
+            "mass": None if self.mass is None else np.asarray(self.mass).tolist(),
+            "potential": getattr(self.potential, "__qualname__", repr(self.potential)),
+            "translation_invariant": self.translation_invariant,
+            "rotation_invariant": self.rotation_invariant,
+        }
+        if self.axes is not None:
+            out["axes"] = np.asarray(self.axes).tolist()
+        if self.params is not None:
+            out["params"] = jax.tree.map(lambda a: np.asarray(a).tolist(), self.params)
+        return out
+
+    # -- the state -----------------------------------------------------------------------
+    def parts(self, x) -> tuple[Any, Any, Any, Any]:
+        """(x, p, R, Π) of a state (x, p None when the centres are fixed)."""
+        if self.translating:
+            pos, p, R, Pi = x
+            return pos, p, R, Pi
+        R, Pi = x
+        return None, None, R, Pi
+
+    def join(self, pos, p, R, Pi):
+        """The state of its parts (``parts``' inverse)."""
+        return (pos, p, R, Pi) if self.translating else (R, Pi)
+
+    def energy_potential(self, pos, R) -> Any:
+        """V of one state (0 without a potential)."""
+        if self.potential is None:
+            return jnp.zeros((), R.dtype)
+        args = (pos, R) if self.translating else (R,)
+        if self.params is not None:
+            args = (*args, self.params)
+        return self.potential(*args)
+
+    def forces(self, pos, R) -> tuple[Any, Any]:
+        """(−∂V/∂x (N, 3) or None, the body torques M (N, 3)) of one state."""
+        if self.potential is None:
+            return (None if pos is None else jnp.zeros_like(pos)), jnp.zeros(R.shape[:-1], R.dtype)
+        if self.translating:
+            gx, G = jax.grad(self.energy_potential, argnums=(0, 1))(pos, R)
+        else:
+            gx, G = None, jax.grad(lambda R_: self.energy_potential(None, R_))(R)
+        B = jnp.swapaxes(G, -1, -2) @ R
+        return (None if gx is None else -gx), so3.vee(B - jnp.swapaxes(B, -1, -2))
+
+    def principal_momentum(self, Pi) -> Any:
+        """Π in the principal frame, Aᵀ Π."""
+        return Pi if self.axes is None else jnp.einsum("...ji,...j->...i", self.axes, Pi)
+
+    def angular_velocity(self, Pi) -> Any:
+        """Ω = 𝕁⁻¹Π (body frame)."""
+        w = self.principal_momentum(Pi) / self.inertia
+        return w if self.axes is None else jnp.einsum("...ij,...j->...i", self.axes, w)
+
+    # -- structure -----------------------------------------------------------------------
+    def _one_field(self, x):
+        pos, p, R, Pi = self.parts(x)
+        force, M = self.forces(pos, R)
+        w = self.angular_velocity(Pi)
+        dR = R @ so3.hat(w)
+        dPi = jnp.cross(Pi, w) + M
+        if not self.translating:
+            return dR, dPi
+        return p / jnp.asarray(self.mass)[:, None], force, dR, dPi
+
+    def vector_field(self, x) -> Any:
+        return _per_state(self._one_field, x, 2)
+
+    def _one_energy(self, x):
+        pos, p, R, Pi = self.parts(x)
+        T = 0.5 * jnp.sum(self.principal_momentum(Pi) ** 2 / self.inertia)
+        if self.translating:
+            T = T + 0.5 * jnp.sum(jnp.sum(p * p, axis=-1) / jnp.asarray(self.mass))
+        return T + self.energy_potential(pos, R)
+
+    def hamiltonian(self, x) -> Any:
+        return _per_state(self._one_energy, x, 2)
+
+    def casimirs(self, x) -> dict[str, Any]:
+        """Σ_b tr R_bᵀR_b (= 3N: the attitudes are rotations), a function of the
+        Casimirs R_bᵀR_b of the bracket (``orthogonality`` gives their largest error)."""
+        R = self.parts(x)[2]
+        return {"trRtR": jnp.sum(R * R, axis=(-3, -2, -1))}
+
+    def orthogonality(self, x) -> Any:
+        """max_b |R_bᵀR_b − 1| (max-norm) per state: zero for rotations."""
+        R = self.parts(x)[2]
+        D = jnp.swapaxes(R, -1, -2) @ R - jnp.eye(3, dtype=R.dtype)
+        return jnp.max(jnp.abs(D), axis=(-3, -2, -1))
+
+    def momenta(self, x) -> dict[str, Any]:
+        """The total linear (P) and angular (L) momenta, those of declared symmetries."""
+        pos, p, R, Pi = self.parts(x)
+        out = {}
+        if self.translating and self.translation_invariant:
+            P = jnp.sum(p, axis=-2)
+            out.update({f"P{c}": P[..., i] for i, c in enumerate("xyz")})
+        if self.rotation_invariant:
+            L = jnp.sum(jnp.einsum("...ij,...j->...i", R, Pi), axis=-2)
+            if self.translating:
+                L = L + jnp.sum(jnp.cross(pos, p), axis=-2)
+            out.update({f"L{c}": L[..., i] for i, c in enumerate("xyz")})
+        return out
+
+    def invariants(self, x) -> dict[str, Any]:
+        return {"H": self.hamiltonian(x), **self.momenta(x), **self.casimirs(x)}
+
+    def split_invariants(self, x) -> dict:
+        return {**self.momenta(x), **self.casimirs(x)}
+
+    # -- coordinates and Poisson tensor ----------------------------------------------------
+    def coordinates(self, x) -> Any:
+        """z = (x, p, vec R, Π), each raveled over the bodies (x, p left out when the
+        centres are fixed)."""
+        leaves = jax.tree.leaves(x)
+        lead = _lead(leaves[-1], 2)
+        return jnp.concatenate([a.reshape(*lead, -1) for a in leaves], axis=-1)
+
+    def from_coordinates(self, z):
+        n, lead = self.bodies, z.shape[:-1]
+        sizes = [(n, 3), (n, 3), (n, 3, 3), (n, 3)]
+        if not self.translating:
+            sizes = sizes[2:]
+        out, start = [], 0
+        for shape in sizes:
+            size = int(np.prod(shape))
+            out.append(z[..., start : start + size].reshape(*lead, *shape))
+            start += size
+        return tuple(out)
+
+    def _one_tensor(self, x):
+        _, _, R, Pi = self.parts(x)
+        n, real = self.bodies, R.dtype
+        eps = jnp.asarray(_EPS, dtype=real)
+        # {R_b,ij, Π_b,l} = −Σ_k R_ik ε_kjl: (n, 9, 3), block-diagonal over the bodies
+        T = -jnp.einsum("nik,kjl->nijl", R, eps).reshape(n, 9, 3)
+        eye_n = jnp.eye(n, dtype=real)
+        RPi = jnp.einsum("nal,nm->naml", T, eye_n).reshape(9 * n, 3 * n)
+        PiPi = jnp.einsum("nab,nm->namb", so3.hat(Pi), eye_n).reshape(3 * n, 3 * n)
+        zR = jnp.zeros((9 * n, 9 * n), real)
+        rot = jnp.block([[zR, RPi], [-RPi.T, PiPi]])
+        if not self.translating:
+            return rot
+        k = 3 * n
+        I, Z = jnp.eye(k, dtype=real), jnp.zeros((k, k), real)
+        trans = jnp.block([[Z, I], [-I, Z]])
+        zc = jnp.zeros((2 * k, 12 * n), real)
+        return jnp.block([[trans, zc], [zc.T, rot]])
+
+    def poisson_tensor(self, x) -> Any:
+        return _per_state(self._one_tensor, x, 2)
+
+    # -- the split (splittings and the Lie group variational map) --------------------------
+    def natural_split(self) -> tuple[maps.Integrator, ...]:
+        """The exact flows of H's pieces: the potential's kick, the drift of the centres,
+        and the three principal rotations of the free bodies.  (``RigidBodySplitting``
+        takes the rotations composed into one, ``FreeRotation``.)"""
+        rotations = (AxisRotation(0), AxisRotation(1), AxisRotation(2))
+        if self.translating:
+            return (BodyKick(), BodyDrift(), *rotations)
+        return (BodyKick(), *rotations)
+
+    def kick(self, x, t):
+        def one(x):
+            pos, p, R, Pi = self.parts(x)
+            force, M = self.forces(pos, R)
+            return self.join(pos, None if p is None else p + t * force, R, Pi + t * M)
+
+        return _per_state(one, x, 2)
+
+    def drift(self, x, t):
+        if not self.translating:
+            return x
+        pos, p, R, Pi = self.parts(x)
+        return self.join(pos + t * p / jnp.asarray(self.mass)[..., :, None], p, R, Pi)
+
+    def principal_axes(self) -> Any:
+        return self.axes
+
+    def body_vectors(self, x) -> tuple[Any, ...]:
+        """(Π, and the rows of R): each turns as Π does under a body rotation (ṙ = r × Ω
+        for every row r of R), in the frame the user gave."""
+        _, _, R, Pi = self.parts(x)
+        return (Pi, R[..., 0, :], R[..., 1, :], R[..., 2, :])
+
+    def from_body_vectors(self, x, vectors: tuple[Any, ...]) -> Any:
+        """The state with these Π and rows of R.  R gets one Newton–Schulz step, which
+        moves it by O(|RᵀR − 1|) only: the rounding of the rotations otherwise walks
+        RᵀR away from 1 by ~1e-13 in 10⁵ steps."""
+        pos, p, _, _ = self.parts(x)
+        Pi, r0, r1, r2 = vectors
+        return self.join(pos, p, orthonormalize(jnp.stack([r0, r1, r2], axis=-2)), Pi)
+
+    # -- examples and validation ------------------------------------------------------------
+    def example_state(self) -> Any:
+        """Bodies on a cubic lattice of spacing 3 (seeded random momenta, attitudes and
+        spins of moderate size)."""
+        rng = np.random.default_rng(0)
+        n = self.bodies
+        side = int(np.ceil(n ** (1 / 3)))
+        grid = np.stack(np.meshgrid(*[np.arange(side)] * 3, indexing="ij"), -1).reshape(-1, 3)
+        pos = 3.0 * (grid[:n] - 0.5 * (side - 1)) + 0.1 * rng.standard_normal((n, 3))
+        R = haar_so(rng, n, 3)
+        Pi = 0.5 * rng.standard_normal((n, 3)) * np.asarray(self.inertia)
+        if not self.translating:
+            return R, Pi
+        p = 0.2 * rng.standard_normal((n, 3)) * np.asarray(self.mass)[:, None]
+        return pos, p, R, Pi
+
+    def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
+        names = [f for f, _ in self.state_fields]
+        if not isinstance(x, tuple | list) or len(x) != len(names):
+            raise InputError(
+                name,
+                f"expected a tuple ({', '.join(names)}), got "
+                + (f"{len(x)} arrays" if isinstance(x, tuple | list) else type(x).__name__),
+            )
+        n = self.bodies
+        arrays = {f: real_array(f"{name} ({f})", v) for f, v in zip(names, x, strict=True)}
+        Pi = arrays["Pi"]
+        if Pi.shape[-2:] != (n, 3) or Pi.ndim not in (2, 3):
+            raise InputError(
+                f"{name} (Pi)",
+                f"expected shape ({n}, 3) (or a batch (B, {n}, 3)), got {Pi.shape}",
+                f"give one body angular momentum per body: this system has N = {n}",
+            )
+        lead = Pi.shape[:-2]
+        for f in names:
+            want = (*lead, n, 3, 3) if f == "R" else (*lead, n, 3)
+            if arrays[f].shape != want:
+                raise InputError(f"{name} ({f})", f"expected shape {want}, got {arrays[f].shape}")
+        arrays["R"] = rotation_matrices(f"{name} (R)", arrays["R"], n, lead)
+        return tuple(arrays[f] for f in names), bool(lead)
+
+    def _check_potential(self, translation: bool, rotation: bool) -> None:
+        """V returns a finite scalar at generic states, and its declared symmetries hold."""
+        x0 = self.example_state()
+        pos, _, R, _ = self.parts(tuple(jnp.asarray(a) for a in x0))
+        probe = (pos, R) if self.translating else (R,)
+        try:
+            out = jax.eval_shape(
+                self.energy_potential, *((pos, R) if self.translating else (None, R))
+            )
+        except Exception as exc:  # any failure to trace is the user's function's fault
+            shapes = ", ".join(str(tuple(a.shape)) for a in probe)
+            raise InputError(
+                "potential",
+                f"could not be evaluated on arrays of shapes {shapes}: {type(exc).__name__}: {exc}",
+                "write it with jax.numpy, as V(x, R) (V(R) with mass=None), plus params if given",
+            ) from None
+        if getattr(out, "shape", None) != ():
+            raise InputError(
+                "potential",
+                f"must return a scalar, returned shape {getattr(out, 'shape', type(out).__name__)}",
+                "sum over bodies and sites",
+            )
+        if traced((self.params, self.inertia, self.mass)):
+            return  # the numbers are unknown inside a transform: checked where given
+        rng = np.random.default_rng(1)
+        states = [(pos, R)]
+        Q = jnp.asarray(haar_so(rng, 1, 3)[0])
+        shift = jnp.asarray(rng.standard_normal(3))
+        states.append(((None if pos is None else pos @ Q.T + shift), Q @ R))
+        for spos, sR in states:
+            value = self.energy_potential(spos, sR)
+            force, M = self.forces(spos, sR)
+            finite = bool(jnp.isfinite(value)) and bool(jnp.all(jnp.isfinite(M)))
+            finite = finite and (force is None or bool(jnp.all(jnp.isfinite(force))))
+            if not finite:
+                raise InputError(
+                    "potential",
+                    "returned a value or gradient that is not finite at a generic state "
+                    "(bodies 3 apart on a lattice)",
+                    "check it for divisions by zero and overlapping sites",
+                )
+            if translation and force is not None:
+                total = jnp.sum(force, axis=0)
+                size = jnp.sum(jnp.abs(force))
+                if float(jnp.max(jnp.abs(total))) > _SYMMETRY_RTOL * float(size) + 1e-300:
+                    raise InputError(
+                        "translation_invariant",
+                        "the potential is not translation invariant: the total force is "
+                        f"{np.asarray(total)} at a generic state (forces of size "
+                        f"{float(size):.3g})",
+                        "leave translation_invariant out (the momentum P is then not an invariant)",
+                    )
+            if rotation:
+                torque = jnp.einsum("nij,nj->i", sR, M)
+                size = jnp.sum(jnp.abs(M))
+                if force is not None:
+                    torque = torque + jnp.sum(jnp.cross(spos, force), axis=0)
+                    lever = jnp.sqrt(jnp.sum(spos * spos, -1) * jnp.sum(force * force, -1))
+                    size = size + jnp.sum(lever)  # |x_b||F_b|: the size of each term
+                if float(jnp.max(jnp.abs(torque))) > _SYMMETRY_RTOL * float(size) + 1e-300:
+                    raise InputError(
+                        "rotation_invariant",
+                        f"the potential is not rotation invariant: the total torque is "
+                        f"{np.asarray(torque)} at a generic state",
+                        "leave rotation_invariant out (the momentum L is then not an invariant)",
+                    )
