@@ -33,8 +33,18 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory -j2 lint docs-check
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)
-	$(BIN)/python benchmarks/euler_top.py
+# the peers in their own environment (jax-md pins sympy, which pins mpmath below what the
+# tests use)
+BENCH = .venv-bench
+$(BENCH)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(BENCH)
+	$(BENCH)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH)/bin/python -m pip install --quiet -e ".[bench]"
+	touch $@
+
+bench: $(BENCH)/.installed
+	$(BENCH)/bin/python benchmarks/euler_top.py
+	$(BENCH)/bin/python benchmarks/rigid_bodies.py
 
 clean:
-	rm -rf $(VENV) mechint-demo .pytest_cache build docs/generated
+	rm -rf $(VENV) $(BENCH) mechint-demo .pytest_cache build docs/generated

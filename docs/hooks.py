@@ -35,6 +35,7 @@ GALLERY = {
     "marsden_examples": None,
     "ge_marsden": "out",
     "heavy_top": "out",
+    "rigid_bodies": "out",
     "periodic_orbit": None,
     "lyapunov": None,
     "system_identification": "out",

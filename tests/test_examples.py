@@ -109,3 +109,21 @@ def test_heavy_top(tmp_path):
     assert len(sec["difference"]) == 4 and np.max(sec["difference"]) < 1e-12
     assert np.max(sec["time difference"]) < 1e-12 and sec["crossings"] > 20
     assert (tmp_path / "h.png").stat().st_size > 10_000
+
+
+def test_rigid_bodies(tmp_path):
+    """The small satellite librates at the classical period (1e-3), the large one's
+    coupling moves it by over 0.5 %; L and P to round-off, H bounded, RᵀR = 1."""
+    result = _load("rigid_bodies").main(quick=True, out=str(tmp_path / "rb.png"))
+    sat = result["satellite"]
+    small, large = sat["pitch"][1e-6], sat["pitch"][1e-3]
+    assert abs(small["period"] / small["predicted"] - 1) < 1e-3
+    assert large["period"] / large["predicted"] - 1 > 5e-3
+    assert not sat["failed"] and sat["orthogonality"] < 1e-14
+    assert np.max(sat["L error"]) < 1e-13 and np.max(sat["H error"]) < 1e-5
+    assert abs(float(sat["energy drift"].trend)) < 0.05 * float(sat["energy drift"].band)
+    for run in result["two bodies"].values():
+        assert not run["failed"] and run["exchanged"] > 0.1
+        assert run["L error"] < 1e-13 and run["P error"] < 1e-14
+        assert np.max(run["H error"]) < 1e-5
+    assert (tmp_path / "rb.png").stat().st_size > 10_000

@@ -188,3 +188,16 @@ def test_serves_only_rigid_bodies():
         mi.simulate(mi.systems.EulerTop([1, 2, 3]), LGVI, [0.1, 0.2, 0.3], 0.1, 1)
     assert mi.integrators.get("lie-group-variational") is LieGroupVariational
     assert jnp.ndim(haar_so(np.random.default_rng(0), 1, 3)) == 3
+
+
+@pytest.mark.parametrize("integrator", [LGVI, RigidBodySplitting()], ids=["lgvi", "splitting"])
+def test_float32_runs_stay_float32(integrator):
+    """Under strict dtype promotion (conftest): no float64 constant leaks into a step;
+    the invariants move at float32 round-off plus the method's error."""
+    system = cases.pair()
+    traj = mi.simulate(system, integrator, cases.pair_state(), 0.01, 50, 10, dtype="float32")
+    for leaf in jax.tree.leaves(traj.x):
+        assert leaf.dtype == np.float32 and np.all(np.isfinite(leaf))
+    errors = mi.diagnostics.invariant_errors(system, traj)
+    assert np.max(errors["H"]) < 1e-5 and np.max(errors["trRtR"]) < 1e-6
+    assert float(np.max(system.orthogonality(jax.tree.map(np.float64, traj.x)))) < 1e-6

@@ -2,7 +2,7 @@ r"""The Lie group variational integrator (LGVI) of rigid bodies in any potential
 
 Source: T. Lee, M. Leok, N. H. McClamroch, *Lie group variational integrators for the
 full body problem*, CMAME 196 (2007) 2907 (arXiv math/0508365), (19)–(23); docs/math.md
-§8.  For each body, with the nonstandard inertia J_d = ½ tr(𝕁) 𝟙 − 𝕁 and the potential's
+§9.  For each body, with the nonstandard inertia J_d = ½ tr(𝕁) 𝟙 − 𝕁 and the potential's
 forces −∂V/∂x and body torques M (``systems.RigidBodies``):
 
     h S(Π_k + (h/2) M_k) = F_k J_d − J_d F_kᵀ            (solved for F_k ∈ SO(3))

@@ -1,5 +1,5 @@
 r"""Potentials of rigid bodies as plain JAX functions, to combine into the ``potential`` of
-``systems.RigidBodies`` (docs/math.md §8).
+``systems.RigidBodies`` (docs/math.md §9).
 
 Every function takes one state, not a batch: positions ``x`` (N, 3) of the centres of
 mass, attitudes ``R`` (N, 3, 3) (body → space), and its own constants; each returns a

@@ -1,7 +1,7 @@
 r"""N rigid bodies in any potential: position, momentum, attitude and body angular momentum.
 
 Source: T. Lee, M. Leok, N. H. McClamroch, *Lie group variational integrators for the
-full body problem*, CMAME 196 (2007) 2907 (arXiv math/0508365), §2; docs/math.md §8.
+full body problem*, CMAME 196 (2007) 2907 (arXiv math/0508365), §2; docs/math.md §9.
 Body b has mass m_b (its centre of mass at x_b, momentum p_b = m_b ẋ_b), attitude
 R_b ∈ SO(3) (body → space), inertia tensor 𝕁_b about its centre of mass (in its body
 frame) and body angular momentum Π_b = 𝕁_b Ω_b, Ṙ_b = R_b hat(Ω_b).  With a potential
