@@ -75,7 +75,11 @@ class LieGroupVariational(ImplicitIntegrator):
             max_iter=self.solver.max_iter,
             check_branch=self.check_branch,
         )
-        _, c, _, st = jax.vmap(solve, in_axes=(0, 0, None))(m, system.inertia, h)
+        # every body of every state (leading batch axes too), each its own solve
+        shape = m.shape
+        inertia = jnp.broadcast_to(system.inertia, shape).reshape(-1, 3)
+        _, c, _, st = jax.vmap(solve, in_axes=(0, 0, None))(m.reshape(-1, 3), inertia, h)
+        c = c.reshape(shape)
         if axes is not None:  # F = A F_p Aᵀ: the quaternion's axis turned by A
             c = jnp.einsum("...ij,...j->...i", axes, c)
         q = jnp.concatenate([jnp.ones_like(c[..., :1]), -c], axis=-1)  # F_kᵀ, each body

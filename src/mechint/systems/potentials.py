@@ -126,7 +126,9 @@ def lennard_jones(x, R, sites, epsilon, sigma):
     per site ((S,), (N, S) or one number), mixed by Lorentz–Berthelot."""
 
     def energy(r2, eps, sig):
-        e = jnp.sqrt(eps[0] * eps[1])
+        both = eps[0] * eps[1]
+        positive = both > 0  # sites without LJ (ε = 0): no NaN in the gradient by ε
+        e = jnp.where(positive, jnp.sqrt(jnp.where(positive, both, 1.0)), 0.0)
         s6 = (0.5 * (sig[0] + sig[1])) ** 6 / r2**3
         return 4.0 * e * (s6 * s6 - s6)
 

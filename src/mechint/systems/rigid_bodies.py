@@ -190,7 +190,7 @@ def rotation_matrices(name: str, value, n: int, lead: tuple[int, ...]) -> np.nda
 @final
 @register_pytree(
     data=("inertia", "axes", "mass", "params"),
-    meta=("potential", "translation_invariant", "rotation_invariant"),
+    meta=("potential", "translation_invariant", "rotation_invariant", "state_fields"),
 )
 @dataclasses.dataclass(frozen=True, eq=False, init=False, repr=False)
 class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPotential):
@@ -544,7 +544,16 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         return tuple(arrays[f] for f in names), bool(lead)
 
     def _check_potential(self, translation: bool, rotation: bool) -> None:
-        """V returns a finite scalar at generic states, and its declared symmetries hold."""
+        """V returns a finite scalar at generic states, and its declared symmetries hold
+        (inside a transform, with traced inertia, masses or parameters, the shape only)."""
+        if traced((self.inertia, self.mass)):
+            n = self.bodies
+            R = jnp.broadcast_to(jnp.eye(3), (n, 3, 3))
+            pos = jnp.zeros((n, 3)) if self.translating else None
+            out = jax.eval_shape(self.energy_potential, pos, R)
+            if getattr(out, "shape", None) != ():
+                raise InputError("potential", f"must return a scalar, returned {out}")
+            return
         x0 = self.example_state()
         pos, _, R, _ = self.parts(tuple(jnp.asarray(a) for a in x0))
         probe = (pos, R) if self.translating else (R,)
