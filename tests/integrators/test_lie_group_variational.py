@@ -12,8 +12,11 @@ from mechint.diagnostics import drift, observed_order, reference_state
 from mechint.integrators import (
     Composition,
     DiscreteLagrangian,
+    FreeRotation,
+    GravityKick,
     LieGroupVariational,
     RigidBodySplitting,
+    Splitting,
 )
 from mechint.lie import so3
 from mechint.systems import RigidBodies, potentials
@@ -44,12 +47,14 @@ def test_with_no_potential_it_is_the_moser_veselov_map_attitude_included():
 @pytest.mark.parametrize("split", [False, True])
 def test_with_the_heavy_top_potential_it_is_the_heavy_top_map(split):
     """V = e_z·Rχ: LGVI = the heavy top's discrete Lagrangian map (Bobenko–Suris), and
-    the splitting = the heavy top's explicit Lie–Poisson splitting: one step from each of
+    the splitting = the heavy top's Lie–Poisson splitting F(h/2) K(h) F(h/2) of its own
+    exact flows (``FreeRotation``, ``GravityKick``): one step from each of
     200 states along a run, to 1e-14 (the chaotic top parts runs at round-off: a step
     is the thing to compare)."""
     system, top = cases.heavy(), cases.heavy_top()
+    free_kick_free = Splitting((FreeRotation(), GravityKick()))  # the heavy top's own flows
     ours_map, their_map = (
-        (RigidBodySplitting(), RigidBodySplitting()) if split else (LGVI, DiscreteLagrangian())
+        (RigidBodySplitting(), free_kick_free) if split else (LGVI, DiscreteLagrangian())
     )
     along = mi.simulate(system, ours_map, system.example_state(), 0.1, 199, 1).x
     R, Pi = (np.asarray(a)[:, 0] for a in along)  # 200 states, one body each
@@ -77,7 +82,7 @@ ORDERS = [
     (RigidBodySplitting(4), 4, [16, 32, 64, 128]),
     (Composition(LGVI, "kahan-li6"), 6, [4, 6, 8, 12, 16]),
     (RigidBodySplitting(6), 6, [4, 6, 8, 12, 16]),
-    (RigidBodySplitting(8), 8, [3, 4, 6, 8, 12]),
+    (Composition(LGVI, "kahan-li8"), 8, [3, 4, 5, 6]),
 ]
 
 
@@ -91,33 +96,44 @@ def test_observed_order_against_dop853(reference, integrator, order, steps):
 @pytest.fixture(scope="module")
 def long_runs():
     """10⁵ steps of each map on the two-body problem (h = 0.01, 160 orbits of the bodies
-    about each other), every 100th state kept."""
-    system, x0 = cases.pair(), cases.pair_state()
+    about each other) and on the satellite about its planet (h = 2π/200, 500 orbits),
+    every 100th state kept."""
+    maps = (LGVI, RigidBodySplitting())
     return {
-        m.name: mi.simulate(system, m, x0, 0.01, 100_000, 100) for m in (LGVI, RigidBodySplitting())
+        (case, m.name): mi.simulate(system, m, x0, h, 100_000, 100)
+        for case, system, x0, h in (
+            ("pair", cases.pair(), cases.pair_state(), 0.01),
+            ("satellite", cases.satellite(), cases.satellite_state(), 2 * np.pi / 200),
+        )
+        for m in maps
     }
 
 
 @pytest.mark.parametrize("name", ["lie-group-variational", "rigid-body-splitting"])
 def test_over_1e5_steps_rotations_momenta_and_energy(long_runs, name):
-    traj = long_runs[name]
-    system = traj.system
-    assert not np.any(traj.failed)
-    assert float(np.max(system.orthogonality(traj.x))) <= 1e-13
-    inv = traj.invariants()
-    p = np.asarray(traj.x[1])
-    scale = {"P": np.max(np.sum(np.abs(p), axis=(-2, -1)))}
-    L = np.stack([inv[f"L{c}"] for c in "xyz"], -1)
-    scale["L"] = np.max(np.linalg.norm(L, axis=-1))
-    for c in "xyz":
-        for kind in "PL":
-            v = inv[f"{kind}{c}"]
-            assert np.max(np.abs(v - v[0])) <= 1e-13 * scale[kind], (kind, c)
-    H = inv["H"]
-    band = np.max(np.abs(H - H[0]))
-    assert 0 < band < 1e-5 * abs(H[0])
-    energy = drift(system, traj)["H"]
-    assert float(energy.trend) < 0.05 * float(energy.band)
+    """RᵀR = 1 to 1e-13, P and L to 1e-13 of their size; H within a band, and on the
+    satellite (quasi-periodic) no trend: < 5 % of the band.  (The two-body problem with
+    spins is chaotic: its H error wanders with the state over long periods, so a linear
+    fit over one window says nothing about drift there.)"""
+    for case in ("pair", "satellite"):
+        traj = long_runs[(case, name)]
+        system = traj.system
+        assert not np.any(traj.failed)
+        assert float(np.max(system.orthogonality(traj.x))) <= 1e-13
+        inv = traj.invariants()
+        p = np.asarray(traj.x[1])
+        L = np.stack([inv[f"L{c}"] for c in "xyz"], -1)
+        scale = {"P": np.max(np.sum(np.abs(p), axis=(-2, -1))),
+                 "L": np.max(np.linalg.norm(L, axis=-1))}  # fmt: skip
+        for kind in "PL" if case == "pair" else "L":
+            for c in "xyz":
+                v = inv[f"{kind}{c}"]
+                assert np.max(np.abs(v - v[0])) <= 1e-13 * scale[kind], (case, kind, c)
+        H = inv["H"]
+        band = np.max(np.abs(H - H[0]))
+        assert 0 < band < 1e-5 * abs(H[0]), case
+    energy = mi.diagnostics.drift(system, traj)["H"]
+    assert abs(float(energy.trend)) < 0.05 * float(energy.band)
 
 
 @pytest.mark.parametrize("integrator", [LGVI, RigidBodySplitting()], ids=["lgvi", "splitting"])

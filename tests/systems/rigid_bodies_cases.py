@@ -66,3 +66,24 @@ def free() -> RigidBodies:
 
 def heavy_top() -> mi.systems.HeavyTop:
     return mi.systems.HeavyTop(HEAVY_I, HEAVY_CHI)
+
+
+SATELLITE_I = np.array([[1.0, 1.5, 2.0]]) * 1e-3
+
+
+def _planet(x, R):
+    """A point-mass planet (μ = 1) and its gravity gradient on the satellite."""
+    return potentials.point_mass(x, 1.0, 1.0) + potentials.gravity_gradient(x, R, 1.0, SATELLITE_I)
+
+
+@cache
+def satellite() -> RigidBodies:
+    """The restricted full two-body problem: a satellite about a planet."""
+    return RigidBodies(SATELLITE_I, mass=1.0, potential=_planet, rotation_invariant=True)
+
+
+def satellite_state():
+    """A near-circular orbit of radius 1, the long axis 0.1 rad off the vertical."""
+    c, s = np.cos(0.1), np.sin(0.1)
+    R = np.array([[[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]])
+    return np.array([[1.0, 0, 0]]), np.array([[0, 1.0, 0]]), R, SATELLITE_I * [[0, 0, 1.0]]

@@ -32,9 +32,11 @@ from mechint.systems.heavy_top import AbstractHeavyTop
 SCHEME_FOR_ORDER = composition_schemes.FOR_ORDER
 
 _STRANG = Splitting()  # the system's natural split: exact flows
-# rigid bodies in a potential: kick, drift, and the free rotation's five principal
-# rotations composed into one (NO_SQUISH type; Dullweber, Leimkuhler, McLachlan 1997)
-_BODIES = Splitting((BodyKick(), BodyDrift(), FreeRotation()))
+# rigid bodies in a potential: the free motion (drift, and the free rotation's five
+# principal rotations composed into one) around a whole kick, D(h/2) F(h/2) K(h) F(h/2)
+# D(h/2): one evaluation of the forces a step (NO_SQUISH type; Dullweber, Leimkuhler,
+# McLachlan 1997), where kick–free–kick takes two
+_BODIES = Splitting((BodyDrift(), FreeRotation(), BodyKick()))
 
 
 _order = whole_number("order")

@@ -465,7 +465,8 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
     def natural_split(self) -> tuple[maps.Integrator, ...]:
         """The exact flows of H's pieces: the potential's kick, the drift of the centres,
         and the three principal rotations of the free bodies.  (``RigidBodySplitting``
-        takes the rotations composed into one, ``FreeRotation``.)"""
+        takes the rotations composed into one, ``FreeRotation``, and the free motion
+        around one whole kick.)"""
         rotations = (AxisRotation(0), AxisRotation(1), AxisRotation(2))
         if self.translating:
             return (BodyKick(), BodyDrift(), *rotations)

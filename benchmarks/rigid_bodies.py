@@ -1,0 +1,403 @@
+"""Speed and energy error of mechint's rigid-body integrators, against JAX MD's rigid bodies.
+
+    python benchmarks/rigid_bodies.py [--quick] [--out PATH]
+
+1. Free bodies, inertia (1, 1.5, 2), h = 0.01: body-steps/s of LieGroupVariational() and
+   RigidBodySplitting() on one body (attitude R and body momentum Π) and on a batch of
+   10^4 (leading axis), beside the so(3) Moser–Veselov step (DiscreteLagrangian() on
+   EulerTop, Π only) as the reference; the ratio LGVI cost / Moser–Veselov cost
+   (target <= 2).
+2. A free-space cluster of 64 rigid three-site waters (TIP3P-like: Lennard-Jones on O–O,
+   Coulomb between all sites of different molecules; units Å, u, kcal/mol, e, so the
+   time unit is Å·(u/(kcal/mol))^½ = 48.888 fs), on a 4^3 lattice of spacing 1.1σ with
+   seeded random orientations and small Maxwell–Boltzmann momenta (kT = 0.2 kcal/mol).
+   The same potential and the same initial state run through mechint (LGVI,
+   RigidBodySplitting()) and JAX MD's rigid-body NVE (jax_md.rigid_body with
+   point_union_shape, point_energy, simulate.nve, space.free(): quaternions and their
+   conjugate momenta, the NO_SQUISH splitting), at h = 1/32 and 1/64 over the same time:
+   steps/s of one trajectory (best of 3 after compilation, the codes timed in turn) and
+   the relative energy error max|H − H0|/|H0| by each code's own energy and by one
+   common energy (mechint's H, with JAX MD's trajectory converted back).  The initial
+   potential and kinetic energies of the two codes are compared first (a conversion
+   check: ~1e-15 relative).
+
+Every rate is measured after compilation, in one process.  Prints one Markdown block and
+writes it to --out (default benchmarks/results/rigid_bodies.md under the repository).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import os
+import platform
+import sys
+from functools import partial
+from importlib.metadata import version
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax_md import energy, rigid_body, simulate, space
+
+import mechint as mi
+from mechint.systems import potentials
+from mechint.systems.rigid import haar_so
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent if HERE.name == "benchmarks" else Path.cwd()
+try:
+    from _timing import best_of
+except ImportError:  # run from a copy outside benchmarks/: the repository's helper
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _timing import best_of
+
+I = mi.integrators
+LGVI = I.LieGroupVariational()
+SPLIT = I.RigidBodySplitting()
+
+# -- part 1: free bodies ---------------------------------------------------------------------
+INERTIA = (1.0, 1.5, 2.0)
+M0 = np.array([0.45, 0.0, 0.89])
+H_FREE = 0.01
+BATCH = 10**4
+REPEAT_FREE = 5  # short runs: best of 5
+
+# -- part 2: the water cluster (units: Å, u, kcal/mol, e; time unit 48.888 fs) ------------
+TIME_UNIT_FS = 48.888
+K_COULOMB = 332.0637  # kcal Å / (mol e²)
+SIGMA_O, EPS_O = 3.15061, 0.1521  # TIP3P O–O Lennard-Jones (Å, kcal/mol)
+RAW_SITES = np.array([[0.0, 0.0, 0.0], [0.757, 0.586, 0.0], [-0.757, 0.586, 0.0]])  # O, H, H
+SITE_MASSES = np.array([16.0, 1.0, 1.0])
+CHARGES = np.array([-0.834, 0.417, 0.417])
+SIDE = 4  # 4^3 = 64 molecules
+SPACING = 1.1 * SIGMA_O
+KT = 0.2  # kcal/mol (≈ 100 K): small initial momenta
+H_CLUSTER = (1 / 32, 1 / 64)  # exact in float32 (jax-md's velocity Verlet casts dt to f32)
+SAVE = 10  # energies sampled every SAVE steps
+
+
+def interleaved(fns: dict, work: dict, repeat: int) -> dict:
+    """Each function called once (compiling), then ``repeat`` rounds calling each in turn,
+    so that a varying machine load hits all alike: per name, (work per second of its
+    fastest call, compile-and-first-call overhead in s, what its last call returned)."""
+    first = {k: best_of(f, 1).best for k, f in fns.items()}
+    best, out = dict.fromkeys(fns, math.inf), {}
+    for _ in range(repeat):
+        for k, f in fns.items():
+            t = best_of(f, 1)
+            best[k], out[k] = min(best[k], t.best), t.result
+    return {k: (work[k] / best[k], max(first[k] - best[k], 0.0), out[k]) for k in fns}
+
+
+# -- part 1 ----------------------------------------------------------------------------------
+def free_bodies(quick: bool) -> list[str]:
+    body = mi.systems.RigidBodies([INERTIA])
+    top = mi.systems.EulerTop(INERTIA)
+    mv = I.DiscreteLagrangian()
+    rng = np.random.default_rng(0)
+    R1 = haar_so(rng, 1, 3)
+    Rb = haar_so(rng, BATCH, 3)[:, None]
+    Pib = rng.standard_normal((BATCH, 1, 3))
+    steps = 10**4 if quick else 10**5
+    bsteps = 10 if quick else 200
+    cases = [
+        ("mechint LieGroupVariational()", "1 body", body, LGVI, (R1, M0[None]), steps, 100),
+        ("mechint RigidBodySplitting()", "1 body", body, SPLIT, (R1, M0[None]), steps, 100),
+        ("Moser–Veselov: DiscreteLagrangian(), EulerTop", "1 body", top, mv, M0, steps, 100),
+        ("mechint LieGroupVariational()", f"{BATCH} bodies", body, LGVI, (Rb, Pib), bsteps, 0),
+        ("mechint RigidBodySplitting()", f"{BATCH} bodies", body, SPLIT, (Rb, Pib), bsteps, 0),
+        ("Moser–Veselov: DiscreteLagrangian(), EulerTop", f"{BATCH} bodies", top, mv,
+         Pib[:, 0], bsteps, 0),
+    ]  # fmt: skip
+    rows = [
+        f"### 1. Free bodies, inertia {INERTIA}, h = {H_FREE}",
+        "",
+        "| method | problem | steps | rate (body-steps/s) | compile s |",
+        "|---|---|---|---|---|",
+    ]
+    fns, work = {}, {}
+    for name, problem, system, integrator, x0, n, every in cases:
+        key = f"{name} / {problem}"
+        fns[key] = partial(mi.simulate, system, integrator, x0, H_FREE, n, every or n)
+        work[key] = n * (1 if problem == "1 body" else BATCH)
+    timed = interleaved(fns, work, REPEAT_FREE)
+    rates = {k: r for k, (r, _, _) in timed.items()}
+    for (name, problem, *_, n, _), (rate, comp, _) in zip(cases, timed.values(), strict=True):
+        rows.append(f"| {name} | {problem} | {n} | {rate:.3e} | {comp:.2f} |")
+    ratio = {
+        p: rates[f"Moser–Veselov: DiscreteLagrangian(), EulerTop / {p}"]
+        / rates[f"mechint LieGroupVariational() / {p}"]
+        for p in ("1 body", f"{BATCH} bodies")
+    }
+    rows += [
+        "",
+        "LGVI cost / Moser–Veselov cost (target <= 2): "
+        + ", ".join(f"{r:.2f} ({p})" for p, r in ratio.items())
+        + ".  The LGVI also carries the attitude R; the Moser–Veselov step carries Π only.",
+    ]
+    return rows
+
+
+# -- part 2 ----------------------------------------------------------------------------------
+def quaternion_matrix(q: np.ndarray) -> np.ndarray:
+    """Rotation matrices (body → space) of unit quaternions q = (w, x, y, z): R s = q s q̄,
+    JAX MD's ``quaternion_rotate``."""
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    return np.stack(
+        [
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        -2,
+    )
+
+
+class Cluster:
+    """The water cluster in both codes: the same sites (JAX MD's principal frame), the same
+    pair sum, the same initial state."""
+
+    def __init__(self):
+        com = SITE_MASSES @ RAW_SITES / SITE_MASSES.sum()
+        # point_radius 0: point masses (JAX MD's default gives each site a sphere of
+        # radius 0.5, which would add 0.1 m Å² to every moment)
+        shape = rigid_body.point_union_shape(
+            jnp.asarray(RAW_SITES - com), jnp.asarray(SITE_MASSES)
+        ).set(point_radius=0.0)
+        self.shape = shape
+        self.jmass = shape.mass()  # RigidBody(total mass (1,), principal moments (1, 3))
+        self.sites = np.asarray(shape.points)  # relative to the centre of mass, principal
+        n, s = SIDE**3, len(RAW_SITES)
+        self.n = n
+        moments = np.asarray(self.jmass.orientation)[0]
+        self.moments = moments
+        eps = np.array([EPS_O, 0.0, 0.0])
+        sig = np.full(3, SIGMA_O)
+        sites = self.sites
+
+        def V(x, R):
+            return potentials.lennard_jones(x, R, sites, eps, sig) + potentials.coulomb(
+                x, R, sites, CHARGES, K_COULOMB
+            )
+
+        self.V = V
+        self.system = mi.systems.RigidBodies(
+            np.tile(moments, (n, 1)),
+            mass=float(SITE_MASSES.sum()),
+            potential=V,
+            translation_invariant=True,
+            rotation_invariant=True,
+        )
+
+        # JAX MD: all site pairs of different molecules, from its free-space displacement
+        displacement, self.shift = space.free()
+        pairs = space.map_product(displacement)
+        mol = np.repeat(np.arange(n), s)
+        mask = mol[:, None] < mol[None, :]
+        e_s, q_s = np.tile(eps, n), np.tile(CHARGES, n)
+        eps_ij = np.sqrt(e_s[:, None] * e_s[None, :])
+        sig_ij = np.full((n * s, n * s), SIGMA_O)
+        qq_ij = K_COULOMB * q_s[:, None] * q_s[None, :]
+
+        def site_energy(pos):
+            d = pairs(pos, pos)
+            r = jnp.sqrt(jnp.where(mask, jnp.sum(d * d, axis=-1), 1.0))
+            e = energy.lennard_jones(r, sig_ij, eps_ij) + qq_ij / r
+            return jnp.sum(jnp.where(mask, e, 0.0))
+
+        self.jenergy = rigid_body.point_energy(site_energy, shape)
+        self.energy = jax.jit(self.system.hamiltonian)  # the common energy: mechint's H
+
+        # the initial state: lattice, random orientations, Maxwell–Boltzmann momenta
+        rng = np.random.default_rng(2024)
+        grid = np.stack(np.meshgrid(*[np.arange(SIDE)] * 3, indexing="ij"), -1).reshape(-1, 3)
+        x = SPACING * (grid - 0.5 * (SIDE - 1))
+        q = rng.standard_normal((n, 4))
+        q = q / np.linalg.norm(q, axis=1, keepdims=True) * np.sign(q[:, :1])
+        p = np.sqrt(SITE_MASSES.sum() * KT) * rng.standard_normal((n, 3))
+        p -= p.mean(axis=0)
+        Pi = np.sqrt(moments * KT) * rng.standard_normal((n, 3))  # body frame, principal
+        self.x0 = (x, p, quaternion_matrix(q), Pi)
+        self.body0 = rigid_body.RigidBody(jnp.asarray(x), rigid_body.Quaternion(jnp.asarray(q)))
+        self.momentum0 = self.to_jaxmd_momentum(self.body0, p, Pi)
+
+    @staticmethod
+    def to_jaxmd_momentum(body, p, Pi):
+        """JAX MD's momentum: linear p, and the quaternion's conjugate momentum
+        P = 2 S(q) (0, Π) of the body angular momentum Π (Miller et al. 2002)."""
+        return rigid_body.RigidBody(
+            jnp.asarray(p),
+            rigid_body.angular_momentum_to_conjugate_momentum(body.orientation, jnp.asarray(Pi)),
+        )
+
+    def from_jaxmd(self, body, momentum):
+        """mechint's (x, p, R, Π) of JAX MD states (any leading axes): R of the normalised
+        quaternion, Π = ½ S(q)ᵀ P without its zeroth component."""
+        qv = body.orientation.vec
+        Pi = rigid_body.conjugate_momentum_to_angular_momentum(
+            body.orientation, momentum.orientation
+        )
+        R = quaternion_matrix(np.asarray(qv / jnp.linalg.norm(qv, axis=-1, keepdims=True)))
+        return (body.center, momentum.center, jnp.asarray(R), Pi)
+
+    def jaxmd_energy(self, body, momentum):
+        return self.jenergy(body) + rigid_body.kinetic_energy(body, momentum, self.jmass)
+
+    def check(self) -> list[str]:
+        """The two codes' potential and kinetic energies, and site positions, at x0."""
+        x, p, R, Pi = (jnp.asarray(a) for a in self.x0)
+        Vm = float(self.V(x, R))
+        Tm = float(self.system.hamiltonian((x, p, R, Pi))) - Vm
+        Vj = float(self.jenergy(self.body0))
+        Tj = float(rigid_body.kinetic_energy(self.body0, self.momentum0, self.jmass))
+        ours = np.asarray(potentials.site_positions(x, R, self.sites)).reshape(-1, 3)
+        theirs = np.asarray(rigid_body.union_to_points(self.body0, self.shape)[0])
+        dV, dT = abs(Vj - Vm) / abs(Vm), abs(Tj - Tm) / abs(Tm)
+        dsite = float(np.max(np.abs(ours - theirs)))
+        ok = "OK" if max(dV, dT) < 1e-12 and dsite < 1e-12 else "MISMATCH: a conversion bug"
+        return [
+            f"Initial state, both codes: V = {Vm:.6f}, T = {Tm:.6f} kcal/mol (mechint); "
+            f"|ΔV|/|V| = {dV:.1e}, |ΔT|/T = {dT:.1e}, max |Δ site position| = {dsite:.1e} Å "
+            f"({ok})."
+        ]
+
+    def mechint_run(self, integrator, h, steps):
+        """One trajectory by mechint (a callable), energies every SAVE steps."""
+        return partial(mi.simulate, self.system, integrator, self.x0, h, steps, SAVE)
+
+    def jaxmd_run(self, h, steps):
+        """One trajectory by JAX MD (a callable): its saved (bodies, momenta)."""
+        init_fn, step_fn = simulate.nve(self.jenergy, self.shift, dt=h)
+        state0 = init_fn(
+            jax.random.PRNGKey(0), self.body0, 0.0, mass=self.jmass, momenta=self.momentum0
+        )
+
+        @jax.jit
+        def run(state):
+            def save(s, _):
+                s = jax.lax.fori_loop(0, SAVE, lambda _, s: step_fn(s), s)
+                return s, (s.position, s.momentum)
+
+            return jax.lax.scan(save, state, None, length=steps // SAVE)[1]
+
+        return lambda: jax.block_until_ready(run(state0))
+
+    def jaxmd_energies(self, saved) -> tuple[np.ndarray, np.ndarray]:
+        """(JAX MD's own energy, mechint's H) along a JAX MD trajectory, x0 first."""
+        bodies, momenta = saved
+        own = np.asarray(jax.jit(jax.vmap(self.jaxmd_energy))(bodies, momenta))
+        own = np.concatenate([[float(self.jaxmd_energy(self.body0, self.momentum0))], own])
+        common = np.asarray(self.energy(self.from_jaxmd(bodies, momenta)))
+        H0 = float(self.energy(tuple(jnp.asarray(a) for a in self.x0)))
+        return own, np.concatenate([[H0], common])
+
+    def force_times(self) -> tuple[float, float]:
+        """Seconds of one force-and-torque evaluation (jit), mechint and JAX MD."""
+        x, _, R, _ = (jnp.asarray(a) for a in self.x0)
+        ours = jax.jit(self.system.forces)
+        theirs = jax.jit(jax.grad(self.jenergy))
+        t1 = best_of(lambda: jax.block_until_ready(ours(x, R)), 20, warm=True).best
+        t2 = best_of(lambda: jax.block_until_ready(theirs(self.body0)), 20, warm=True).best
+        return t1, t2
+
+
+def rel_error(H: np.ndarray) -> float:
+    return float(np.max(np.abs(H - H[0])) / abs(H[0]))
+
+
+def cluster(quick: bool) -> list[str]:
+    c = Cluster()
+    repeat = 1 if quick else 3
+    base = 100 if quick else 2000
+    rows = [
+        f"### 2. Cluster of {c.n} rigid TIP3P-like waters, free space",
+        "",
+        f"Units Å, u, kcal/mol, e (time unit {TIME_UNIT_FS} fs).  Sites O (−0.834 e), "
+        "H, H (+0.417 e) at (0, 0, 0), (±0.757, 0.586, 0) Å, masses 16, 1, 1, taken "
+        "relative to the centre of mass in JAX MD's principal frame (point masses: "
+        f"moments {tuple(np.round(c.moments, 4).tolist())} u Å²).  Lennard-Jones O–O "
+        f"(σ = {SIGMA_O} Å, ε = {EPS_O} kcal/mol) + Coulomb (k = {K_COULOMB}) between all "
+        f"sites of different molecules, no cut-off.  {SIDE}³ lattice of spacing "
+        f"{SPACING:.3f} Å (1.1σ), seeded random orientations, Maxwell–Boltzmann momenta "
+        f"at kT = {KT} kcal/mol.  Energies sampled every {SAVE} steps.",
+        "",
+        *c.check(),
+        "",
+        "| code | h | steps | steps/s | compile s | max\\|H−H0\\|/\\|H0\\|, own H "
+        "| max\\|H−H0\\|/\\|H0\\|, mechint H |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    kinetic = None
+    for k, h in enumerate(H_CLUSTER):
+        steps = base * 2**k  # the same time span for each h
+        hs = f"1/{round(1 / h)} ({h * TIME_UNIT_FS:.2f} fs)"
+        fns = {
+            "mechint LieGroupVariational()": c.mechint_run(LGVI, h, steps),
+            "mechint RigidBodySplitting()": c.mechint_run(SPLIT, h, steps),
+            f"JAX MD {version('jax-md')} rigid_body NVE": c.jaxmd_run(h, steps),
+        }
+        timed = interleaved(fns, dict.fromkeys(fns, steps), repeat)
+        for name, (rate, comp, result) in timed.items():
+            if name.startswith("JAX MD"):
+                own, common = c.jaxmd_energies(result)
+            else:
+                own = common = np.asarray(result.invariants()["H"])
+                if kinetic is None:
+                    V = jax.vmap(c.V)(jnp.asarray(result.x[0]), jnp.asarray(result.x[2]))
+                    kinetic = (own - np.asarray(V))[[0, -1]]
+            rows.append(
+                f"| {name} | {hs} | {steps} | {rate:.0f} | {comp:.1f} | {rel_error(own):.2e} "
+                f"| {rel_error(common):.2e} |"
+            )
+    t_ours, t_theirs = c.force_times()
+    rows += [
+        "",
+        f"H0 = {float(c.energy(c.x0)):.4f} kcal/mol; the random orientations relax and the "
+        "cluster heats: "
+        f"kinetic energy {kinetic[0]:.1f} → {kinetic[1]:.1f} kcal/mol over "
+        f"{base * H_CLUSTER[0] * TIME_UNIT_FS / 1000:.2f} ps (LGVI, h = 1/32).  One "
+        f"force-and-torque evaluation (jit): mechint {t_ours * 1e3:.2f} ms, JAX MD "
+        f"{t_theirs * 1e3:.2f} ms.  A step evaluates it twice in the LGVI (kick, free step, "
+        "kick), once in mechint's splitting (free motion around one whole kick) and once in "
+        "JAX MD's velocity Verlet (it keeps the force in its state); the rest of the "
+        "splitting's step is its two free rotations (five principal rotations each).",
+    ]
+    return rows
+
+
+def main(quick: bool, out: str) -> None:
+    now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    lines = [
+        "## Rigid bodies: mechint against JAX MD" + (" (--quick)" if quick else ""),
+        "",
+        f"Machine: {platform.platform()}, {cpus} CPUs "
+        f"(os.cpu_count() = {os.cpu_count()}); Python {platform.python_version()}, "
+        f"mechint {mi.__version__}, jax {jax.__version__} ({jax.default_backend()}), "
+        f"jax-md {version('jax-md')}; {now}.  Rates after compilation, in one process, "
+        f"best of {REPEAT_FREE} (free bodies) and {1 if quick else 3} (cluster), the methods "
+        "of a table timed in turn; float64.",
+        "",
+    ]
+    lines += [*free_bodies(quick), "", *cluster(quick)]
+    block = "\n".join(lines)
+    print(block)
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(block + "\n")
+    print(f"\nresults: {path}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (for CI smoke)")
+    parser.add_argument(
+        "--out",
+        default=str(ROOT / "benchmarks" / "results" / "rigid_bodies.md"),
+        help="the Markdown results file (default: benchmarks/results/rigid_bodies.md)",
+    )
+    args = parser.parse_args()
+    main(args.quick, args.out)
