@@ -40,7 +40,12 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax_md import energy, rigid_body, simulate, space
+
+try:  # the peer, from the bench extra (make bench); without it, mechint's rows only
+    with jax.numpy_dtype_promotion("standard"):  # its import computes with mixed dtypes
+        from jax_md import energy, rigid_body, simulate, space
+except ImportError:
+    energy = rigid_body = simulate = space = None
 
 import mechint as mi
 from mechint.systems import potentials
@@ -93,23 +98,24 @@ def interleaved(fns: dict, work: dict, repeat: int) -> dict:
 
 
 # -- part 1 ----------------------------------------------------------------------------------
-def free_bodies(quick: bool) -> list[str]:
+def free_bodies(quick: bool) -> tuple[list[str], dict]:
+    batch = 100 if quick else BATCH
     body = mi.systems.RigidBodies([INERTIA])
     top = mi.systems.EulerTop(INERTIA)
     mv = I.DiscreteLagrangian()
     rng = np.random.default_rng(0)
     R1 = haar_so(rng, 1, 3)
-    Rb = haar_so(rng, BATCH, 3)[:, None]
-    Pib = rng.standard_normal((BATCH, 1, 3))
-    steps = 10**4 if quick else 10**5
+    Rb = haar_so(rng, batch, 3)[:, None]
+    Pib = rng.standard_normal((batch, 1, 3))
+    steps = 10**3 if quick else 10**5
     bsteps = 10 if quick else 200
     cases = [
         ("mechint LieGroupVariational()", "1 body", body, LGVI, (R1, M0[None]), steps, 100),
         ("mechint RigidBodySplitting()", "1 body", body, SPLIT, (R1, M0[None]), steps, 100),
         ("Moser–Veselov: DiscreteLagrangian(), EulerTop", "1 body", top, mv, M0, steps, 100),
-        ("mechint LieGroupVariational()", f"{BATCH} bodies", body, LGVI, (Rb, Pib), bsteps, 0),
-        ("mechint RigidBodySplitting()", f"{BATCH} bodies", body, SPLIT, (Rb, Pib), bsteps, 0),
-        ("Moser–Veselov: DiscreteLagrangian(), EulerTop", f"{BATCH} bodies", top, mv,
+        ("mechint LieGroupVariational()", f"{batch} bodies", body, LGVI, (Rb, Pib), bsteps, 0),
+        ("mechint RigidBodySplitting()", f"{batch} bodies", body, SPLIT, (Rb, Pib), bsteps, 0),
+        ("Moser–Veselov: DiscreteLagrangian(), EulerTop", f"{batch} bodies", top, mv,
          Pib[:, 0], bsteps, 0),
     ]  # fmt: skip
     rows = [
@@ -122,15 +128,15 @@ def free_bodies(quick: bool) -> list[str]:
     for name, problem, system, integrator, x0, n, every in cases:
         key = f"{name} / {problem}"
         fns[key] = partial(mi.simulate, system, integrator, x0, H_FREE, n, every or n)
-        work[key] = n * (1 if problem == "1 body" else BATCH)
-    timed = interleaved(fns, work, REPEAT_FREE)
+        work[key] = n * (1 if problem == "1 body" else batch)
+    timed = interleaved(fns, work, 1 if quick else REPEAT_FREE)
     rates = {k: r for k, (r, _, _) in timed.items()}
     for (name, problem, *_, n, _), (rate, comp, _) in zip(cases, timed.values(), strict=True):
         rows.append(f"| {name} | {problem} | {n} | {rate:.3e} | {comp:.2f} |")
     ratio = {
         p: rates[f"Moser–Veselov: DiscreteLagrangian(), EulerTop / {p}"]
         / rates[f"mechint LieGroupVariational() / {p}"]
-        for p in ("1 body", f"{BATCH} bodies")
+        for p in ("1 body", f"{batch} bodies")
     }
     rows += [
         "",
@@ -138,7 +144,7 @@ def free_bodies(quick: bool) -> list[str]:
         + ", ".join(f"{r:.2f} ({p})" for p, r in ratio.items())
         + ".  The LGVI also carries the attitude R; the Moser–Veselov step carries Π only.",
     ]
-    return rows
+    return rows, ratio
 
 
 # -- part 2 ----------------------------------------------------------------------------------
@@ -160,19 +166,27 @@ class Cluster:
     """The water cluster in both codes: the same sites (JAX MD's principal frame), the same
     pair sum, the same initial state."""
 
-    def __init__(self):
+    def __init__(self, side: int):
         com = SITE_MASSES @ RAW_SITES / SITE_MASSES.sum()
-        # point_radius 0: point masses (JAX MD's default gives each site a sphere of
-        # radius 0.5, which would add 0.1 m Å² to every moment)
-        shape = rigid_body.point_union_shape(
-            jnp.asarray(RAW_SITES - com), jnp.asarray(SITE_MASSES)
-        ).set(point_radius=0.0)
-        self.shape = shape
-        self.jmass = shape.mass()  # RigidBody(total mass (1,), principal moments (1, 3))
-        self.sites = np.asarray(shape.points)  # relative to the centre of mass, principal
-        n, s = SIDE**3, len(RAW_SITES)
-        self.n = n
-        moments = np.asarray(self.jmass.orientation)[0]
+        n, s = side**3, len(RAW_SITES)
+        self.n, self.side = n, side
+        self.peer = rigid_body is not None
+        if self.peer:
+            # point_radius 0: point masses (JAX MD's default gives each site a sphere of
+            # radius 0.5, which would add 0.1 m Å² to every moment)
+            shape = rigid_body.point_union_shape(
+                jnp.asarray(RAW_SITES - com), jnp.asarray(SITE_MASSES)
+            ).set(point_radius=0.0)
+            self.shape = shape
+            self.jmass = shape.mass()  # RigidBody(total mass (1,), principal moments (1, 3))
+            self.sites = np.asarray(shape.points)  # about the centre of mass, principal
+            moments = np.asarray(self.jmass.orientation)[0]
+        else:  # the principal frame of our own
+            r = RAW_SITES - com
+            J = np.einsum("s,sij->ij", SITE_MASSES, (r * r).sum(1)[:, None, None] * np.eye(3)
+                          - np.einsum("si,sj->sij", r, r))  # fmt: skip
+            moments, axes = np.linalg.eigh(J)
+            self.sites = r @ axes
         self.moments = moments
         eps = np.array([EPS_O, 0.0, 0.0])
         sig = np.full(3, SIGMA_O)
@@ -192,6 +206,18 @@ class Cluster:
             rotation_invariant=True,
         )
 
+        self.energy = jax.jit(self.system.hamiltonian)  # the common energy: mechint's H
+        rng = np.random.default_rng(2024)
+        grid = np.stack(np.meshgrid(*[np.arange(side)] * 3, indexing="ij"), -1).reshape(-1, 3)
+        x = SPACING * (grid - 0.5 * (side - 1))
+        q = rng.standard_normal((n, 4))
+        q = q / np.linalg.norm(q, axis=1, keepdims=True) * np.sign(q[:, :1])
+        p = np.sqrt(SITE_MASSES.sum() * KT) * rng.standard_normal((n, 3))
+        p -= p.mean(axis=0)
+        Pi = np.sqrt(moments * KT) * rng.standard_normal((n, 3))  # body frame, principal
+        self.x0 = (x, p, quaternion_matrix(q), Pi)
+        if not self.peer:
+            return
         # JAX MD: all site pairs of different molecules, from its free-space displacement
         displacement, self.shift = space.free()
         pairs = space.map_product(displacement)
@@ -209,18 +235,6 @@ class Cluster:
             return jnp.sum(jnp.where(mask, e, 0.0))
 
         self.jenergy = rigid_body.point_energy(site_energy, shape)
-        self.energy = jax.jit(self.system.hamiltonian)  # the common energy: mechint's H
-
-        # the initial state: lattice, random orientations, Maxwell–Boltzmann momenta
-        rng = np.random.default_rng(2024)
-        grid = np.stack(np.meshgrid(*[np.arange(SIDE)] * 3, indexing="ij"), -1).reshape(-1, 3)
-        x = SPACING * (grid - 0.5 * (SIDE - 1))
-        q = rng.standard_normal((n, 4))
-        q = q / np.linalg.norm(q, axis=1, keepdims=True) * np.sign(q[:, :1])
-        p = np.sqrt(SITE_MASSES.sum() * KT) * rng.standard_normal((n, 3))
-        p -= p.mean(axis=0)
-        Pi = np.sqrt(moments * KT) * rng.standard_normal((n, 3))  # body frame, principal
-        self.x0 = (x, p, quaternion_matrix(q), Pi)
         self.body0 = rigid_body.RigidBody(jnp.asarray(x), rigid_body.Quaternion(jnp.asarray(q)))
         self.momentum0 = self.to_jaxmd_momentum(self.body0, p, Pi)
 
@@ -308,8 +322,8 @@ def rel_error(H: np.ndarray) -> float:
     return float(np.max(np.abs(H - H[0])) / abs(H[0]))
 
 
-def cluster(quick: bool) -> list[str]:
-    c = Cluster()
+def cluster(quick: bool) -> tuple[list[str], dict]:
+    c = Cluster(2 if quick else SIDE)
     repeat = 1 if quick else 3
     base = 100 if quick else 2000
     rows = [
@@ -320,25 +334,27 @@ def cluster(quick: bool) -> list[str]:
         "relative to the centre of mass in JAX MD's principal frame (point masses: "
         f"moments {tuple(np.round(c.moments, 4).tolist())} u Å²).  Lennard-Jones O–O "
         f"(σ = {SIGMA_O} Å, ε = {EPS_O} kcal/mol) + Coulomb (k = {K_COULOMB}) between all "
-        f"sites of different molecules, no cut-off.  {SIDE}³ lattice of spacing "
+        f"sites of different molecules, no cut-off.  {c.side}³ lattice of spacing "
         f"{SPACING:.3f} Å (1.1σ), seeded random orientations, Maxwell–Boltzmann momenta "
         f"at kT = {KT} kcal/mol.  Energies sampled every {SAVE} steps.",
         "",
-        *c.check(),
+        *(c.check() if c.peer else ["JAX MD is not installed (make bench installs it)."]),
         "",
         "| code | h | steps | steps/s | compile s | max\\|H−H0\\|/\\|H0\\|, own H "
         "| max\\|H−H0\\|/\\|H0\\|, mechint H |",
         "|---|---|---|---|---|---|---|",
     ]
     kinetic = None
+    first: dict = {}  # (steps/s, energy error) at the larger h, per code
     for k, h in enumerate(H_CLUSTER):
         steps = base * 2**k  # the same time span for each h
         hs = f"1/{round(1 / h)} ({h * TIME_UNIT_FS:.2f} fs)"
         fns = {
             "mechint LieGroupVariational()": c.mechint_run(LGVI, h, steps),
             "mechint RigidBodySplitting()": c.mechint_run(SPLIT, h, steps),
-            f"JAX MD {version('jax-md')} rigid_body NVE": c.jaxmd_run(h, steps),
         }
+        if c.peer:
+            fns[f"JAX MD {version('jax-md')} rigid_body NVE"] = c.jaxmd_run(h, steps)
         timed = interleaved(fns, dict.fromkeys(fns, steps), repeat)
         for name, (rate, comp, result) in timed.items():
             if name.startswith("JAX MD"):
@@ -352,6 +368,10 @@ def cluster(quick: bool) -> list[str]:
                 f"| {name} | {hs} | {steps} | {rate:.0f} | {comp:.1f} | {rel_error(own):.2e} "
                 f"| {rel_error(common):.2e} |"
             )
+            if k == 0:
+                first[name.split()[0] + " " + name.split()[1]] = (rate, rel_error(common))
+    if not c.peer:
+        return rows, first
     t_ours, t_theirs = c.force_times()
     rows += [
         "",
@@ -365,30 +385,50 @@ def cluster(quick: bool) -> list[str]:
         "JAX MD's velocity Verlet (it keeps the force in its state); the rest of the "
         "splitting's step is its two free rotations (five principal rotations each).",
     ]
-    return rows
+    return rows, first
 
 
-def main(quick: bool, out: str) -> None:
+def main(quick: bool = False, out: str | None = None) -> None:
+    """Print the tables and the targets; write them to ``out`` when given."""
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    peer = f"jax-md {version('jax-md')}" if rigid_body is not None else "jax-md not installed"
     lines = [
         "## Rigid bodies: mechint against JAX MD" + (" (--quick)" if quick else ""),
         "",
         f"Machine: {platform.platform()}, {cpus} CPUs "
         f"(os.cpu_count() = {os.cpu_count()}); Python {platform.python_version()}, "
         f"mechint {mi.__version__}, jax {jax.__version__} ({jax.default_backend()}), "
-        f"jax-md {version('jax-md')}; {now}.  Rates after compilation, in one process, "
-        f"best of {REPEAT_FREE} (free bodies) and {1 if quick else 3} (cluster), the methods "
-        "of a table timed in turn; float64.",
+        f"{peer}; {now}.  Rates after compilation, in one process, "
+        f"best of {1 if quick else REPEAT_FREE} (free bodies) and {1 if quick else 3} "
+        "(cluster), the methods of a table timed in turn; float64.",
         "",
     ]
-    lines += [*free_bodies(quick), "", *cluster(quick)]
+    free_rows, ratio = free_bodies(quick)
+    with jax.numpy_dtype_promotion("standard"):  # JAX MD mixes integers and floats
+        cluster_rows, first = cluster(quick)
+    lines += [*free_rows, "", *cluster_rows]
     block = "\n".join(lines)
     print(block)
-    path = Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(block + "\n")
-    print(f"\nresults: {path}")
+    ours = first["mechint RigidBodySplitting()"]
+    theirs = next((v for k, v in first.items() if k.startswith("JAX MD")), None)
+    versus = (
+        f"splitting {ours[0]:.0f} steps/s at energy error {ours[1]:.2e} against JAX MD's "
+        f"{theirs[0]:.0f} at {theirs[1]:.2e}"
+        if theirs
+        else "JAX MD not installed"
+    )
+    print(
+        "\ntargets: LGVI cost <= 2x the Moser–Veselov step ("
+        + ", ".join(f"{r:.2f} {p}" for p, r in ratio.items())
+        + f"); the splitting at least as fast as JAX MD at equal or smaller energy error "
+        f"({versus})"
+    )
+    if out:
+        path = Path(out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(block + "\n")
+        print(f"results: {path}")
 
 
 if __name__ == "__main__":
@@ -396,8 +436,10 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="smaller sizes (for CI smoke)")
     parser.add_argument(
         "--out",
-        default=str(ROOT / "benchmarks" / "results" / "rigid_bodies.md"),
-        help="the Markdown results file (default: benchmarks/results/rigid_bodies.md)",
+        default=None,
+        help="the Markdown results file (default: benchmarks/results/rigid_bodies.md, "
+        "not written by --quick)",
     )
     args = parser.parse_args()
-    main(args.quick, args.out)
+    default = None if args.quick else str(ROOT / "benchmarks" / "results" / "rigid_bodies.md")
+    main(args.quick, args.out or default)
