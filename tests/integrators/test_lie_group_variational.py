@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import mechint as mi
-from mechint.diagnostics import drift, observed_order, reference_state
+from mechint.diagnostics import observed_order, reference_state
 from mechint.integrators import (
     Composition,
     DiscreteLagrangian,

@@ -160,13 +160,25 @@ class FreeRotation(maps.Integrator):
 
     def step(self, system, x, h):
         vectors = system.body_vectors(x)
-        m = vectors[0]
-        q = jnp.zeros((*m.shape[:-1], 4), m.dtype).at[..., 0].set(1.0)
+        axes = system.principal_axes()
+        m = vectors[0] if axes is None else jnp.einsum("...ji,...j->...i", axes, vectors[0])
+        # in the principal frame: each rotation turns m in its plane (``spin``), and the
+        # quaternion (w, u) of the product so far is multiplied by (cos, −sin e_i) in
+        # components (a rotation about a coordinate axis: most products vanish)
+        w = jnp.ones_like(m[..., 0])
+        u = [jnp.zeros_like(w)] * 3
         for i, t in ((0, 0.5 * h), (1, 0.5 * h), (2, h), (1, 0.5 * h), (0, 0.5 * h)):
-            qi = axis_quaternion(system, m, i, t)
-            m = so3.rotate(qi, m)
-            q = so3.compose(qi, q)
-        q = q / q[..., :1]  # (1, c), c = tan(φ/2)·axis, as the Moser–Veselov step turns
+            half = 0.5 * t * m[..., i] / system.inertia[..., i]
+            c, s = jnp.cos(half), jnp.sin(half)
+            m = spin(m, i, 2.0 * half)
+            j, k = (i + 1) % 3, (i + 2) % 3
+            new = [u[0], u[1], u[2]]
+            new[i], new[j], new[k] = c * u[i] - s * w, c * u[j] + s * u[k], c * u[k] - s * u[j]
+            w, u = c * w + s * u[i], new
+        c_axis = jnp.stack(u, axis=-1) / w[..., None]  # (1, c): c = tan(φ/2)·axis
+        if axes is not None:  # the axis in the frame the vectors are given in
+            c_axis = jnp.einsum("...ij,...j->...i", axes, c_axis)
+        q = jnp.concatenate([jnp.ones_like(c_axis[..., :1]), c_axis], axis=-1)
         y = system.from_body_vectors(x, tuple(so3.rotate(q, v) for v in vectors))
         return y, maps.ok_status(y)
 
