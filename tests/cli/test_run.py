@@ -7,9 +7,11 @@ import pytest
 import xarray as xr
 
 import mechint as mi
+from mechint import sweeps
 from mechint.cli.main import main
 from mechint.io import csv_metadata_path, read_csv
 from tests.cli.helpers import invoke, killed_run
+from tests.systems import rigid_bodies_cases as cases
 
 BASE = [
     "run",
@@ -472,3 +474,38 @@ def test_an_unknown_integrator_suggests_the_intended_one(given, meant, tmp_path,
     code, _, stderr = _run(argv, capsys)
     assert code == 2 and stderr.count("\n") == 1
     assert f"--integrator: unknown integrator {given!r}; did you mean {meant}?" in stderr
+
+
+def test_rigid_bodies_from_the_command_line_and_a_sweep(tmp_path, capsys):
+    """A user's potential by reference ("module:function") on the command line and in an
+    experiment: the file holds the run of the library, attitudes included; the sweep is
+    the same run; a reference that does not import is one line and exit 2."""
+    out = tmp_path / "top.nc"
+    argv = [
+        "run", "--system", "rigid-bodies", "--inertia", "2,1.5,1",
+        "--potential", "tests.systems.rigid_bodies_cases:_heavy",
+        "--R0", "1,0,0,0,0.6,-0.8,0,0.8,0.6", "--Pi0", "0.45,-0.3,0.89",
+        "--integrator", "lie-group-variational", "--h", "0.05", "--steps", "200",
+        "--save-every", "20", "--out", str(out),
+    ]  # fmt: skip
+    code, _, err = _run(argv, capsys)
+    assert code == 0, err
+    system = mi.systems.RigidBodies([[2, 1.5, 1]], potential=cases._heavy)
+    R0 = np.array([[[1, 0, 0], [0, 0.6, -0.8], [0, 0.8, 0.6]]])
+    ref = mi.simulate(system, mi.integrators.LieGroupVariational(), (R0, [[0.45, -0.3, 0.89]]),
+                      0.05, 200, 20)  # fmt: skip
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert np.array_equal(ds["R"].values, ref.x[0])
+        assert np.array_equal(ds["Pi"].values, ref.x[1])
+        assert ds.attrs["potential"] == "tests.systems.rigid_bodies_cases:_heavy"
+    experiment = {
+        "steps": 200, "save_every": 20, "h": [0.05], "integrators": ["lie-group-variational"],
+        "system": {"name": "rigid-bodies", "inertia": [[2, 1.5, 1]],
+                   "potential": "tests.systems.rigid_bodies_cases:_heavy"},
+        "initial": {"R": [R0.tolist()], "Pi": [[[0.45, -0.3, 0.89]]]},
+    }  # fmt: skip
+    ds = sweeps.sweep(experiment)
+    assert np.max(np.abs(ds["Pi"].values.reshape(-1, 3) - ref.x[1].reshape(-1, 3))) < 1e-14
+    bad = [*argv[:6], "tests.systems.rigid_bodies_cases:nothing", *argv[7:]]
+    code, _, err = _run(bad, capsys)
+    assert code == 2 and "--potential" in err and len(err.strip().splitlines()) == 1

@@ -249,6 +249,7 @@ def test_transforms_of_the_system_itself():
 
     assert np.all(np.isfinite(jax.grad(final)(jnp.array([0.15, 0.0, 0.0]))))
     batch = tuple(jnp.stack([jnp.asarray(a), jnp.asarray(a)]) for a in x0)
-    (y, *_), st = LGVI.step(system, batch, 0.01)
-    (one, *_), _ = LGVI.step(system, tuple(jnp.asarray(a) for a in x0), 0.01)
+    step = jax.jit(LGVI.step)
+    (y, *_), st = step(system, batch, 0.01)
+    (one, *_), _ = step(system, tuple(jnp.asarray(a) for a in x0), 0.01)
     assert bool(st.ok) and np.max(np.abs(y[1] - one)) < 1e-15

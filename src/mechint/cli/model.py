@@ -81,7 +81,8 @@ def build_system(args: argparse.Namespace) -> System:
             if p.required:
                 raise InputError(f"--{name}", f"required for {cls.name}", f"e.g. {p.example}")
             continue
-        kwargs.update(relabel(f"--{name}", p.kwargs, parsing.numbers(f"--{name}", text)))
+        value = text if p.text else parsing.numbers(f"--{name}", text)
+        kwargs.update(relabel(f"--{name}", p.kwargs, value))
     try:
         return cls(**kwargs)
     except InputError as exc:

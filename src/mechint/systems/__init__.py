@@ -53,7 +53,9 @@ from mechint.systems.quadratic_potential import QuadraticPotentialTop
 from mechint.systems.rigid import Body
 from mechint.systems.rigid_bodies import RigidBodies
 
-# The models the CLI can build from numbers (the others take user functions or tensors).
+# The models the CLI and experiment files build from numbers (and, for rigid-bodies, a
+# reference "module:function" to the user's potential); the others take user functions or
+# tensors.
 SYSTEMS: dict[str, type[System]] = {
     cls.name: cls
     for cls in (
@@ -69,6 +71,7 @@ SYSTEMS: dict[str, type[System]] = {
         Kepler,
         HenonHeiles,
         LotkaVolterra,
+        RigidBodies,
     )
 }
 

@@ -44,16 +44,18 @@ from mechint.errors import InputError
 class Parameter:
     """A constructor parameter as the CLI (``--name``) and experiment files give it.
 
-    ``to_kwargs`` turns the numbers read (a float array) into constructor keywords;
-    ``required``: no default exists (the CLI asks for it, with ``example``)."""
+    ``to_kwargs`` turns the numbers read (a float array; the text itself when ``text``)
+    into constructor keywords; ``required``: no default exists (the CLI asks for it, with
+    ``example``)."""
 
     name: str
     help: str
-    to_kwargs: Callable[[np.ndarray], dict] | None = None
+    to_kwargs: Callable[[Any], dict] | None = None
     required: bool = False
     example: str = ""
+    text: bool = False
 
-    def kwargs(self, values: np.ndarray) -> dict:
+    def kwargs(self, values) -> dict:
         if self.to_kwargs is None:
             return {self.name: values}
         return self.to_kwargs(values)

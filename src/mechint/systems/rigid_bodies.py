@@ -45,6 +45,7 @@ does; equality is a planar body, allowed).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable
 from typing import Any, ClassVar, final
 
@@ -61,8 +62,11 @@ from mechint.lie import orthonormalize, so3
 from mechint.systems.base import (
     BodiesInPotential,
     NaturalSplit,
+    Parameter,
     PoissonSystem,
     PrincipalRotations,
+    StateOption,
+    required,
 )
 from mechint.systems.canonical import _parameters
 from mechint.systems.flows import AxisRotation, BodyDrift, BodyKick
@@ -187,6 +191,66 @@ def rotation_matrices(name: str, value, n: int, lead: tuple[int, ...]) -> np.nda
     return U @ Vt  # the nearest rotation (det > 0 kept: the defect is round-off)
 
 
+@jax.jit
+def _probe(system: RigidBodies, pos, R):
+    """V, −∂V/∂x and the torques at one state, compiled (once per potential function):
+    the construction's checks, without op-by-op dispatch."""
+    return system.energy_potential(pos, R), *system.forces(pos, R)
+
+
+def potential_function(value) -> Callable | None:
+    """A potential: a function, None, or the text "package.module:function" (an
+    experiment file's or the command line's reference, imported here; importing runs
+    that module, as ``python -c "import package.module"`` would)."""
+    if value is None or callable(value):
+        return value
+    if not isinstance(value, str):
+        raise InputError("potential", f"must be a function, got {type(value).__name__}")
+    module, _, attr = value.partition(":")
+    names = [*module.split("."), *attr.split(".")]
+    if not attr or not all(n.isidentifier() for n in names):
+        raise InputError(
+            "potential",
+            f"{value!r} is not a reference to a function",
+            'write "package.module:function" (a module on the Python path)',
+        )
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(
+            "potential", f"cannot import {value!r}: {exc}", "check the module is on PYTHONPATH"
+        ) from None
+    if not callable(obj):
+        raise InputError("potential", f"{value!r} is not a function")
+    return obj
+
+
+def reference(fn) -> str:
+    """ "module:qualname" of a function: what ``potential_function`` imports back (a
+    lambda or a nested function is named, but cannot be imported)."""
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def _flag(name: str):
+    def parse(text) -> dict:
+        word = str(text).strip().lower()
+        if word not in ("true", "false", "1", "0", "yes", "no"):
+            raise InputError(name, f"expected true or false, got {text!r}")
+        return {name: word in ("true", "1", "yes")}
+
+    return parse
+
+
+def _inertia_rows(values) -> dict:
+    """Moments (N, 3), or tensors written as rows of 9 numbers (N, 9) → (N, 3, 3)."""
+    arr = np.atleast_2d(np.asarray(values, dtype=float))
+    if arr.shape[-1] == 9:
+        arr = arr.reshape(-1, 3, 3)
+    return {"inertia": arr}
+
+
 @final
 @register_pytree(
     data=("inertia", "axes", "mass", "params"),
@@ -223,6 +287,27 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
     rotation_invariant: bool
 
     name: ClassVar[str] = "rigid-bodies"
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        Parameter("inertia", "principal moments, a row I1,I2,I3 per body (or 9 numbers: the "
+                  "tensor)", _inertia_rows, example="1,1.5,2;2,2,3"),
+        Parameter("mass", "one mass per body (or one for all); none: centres fixed"),
+        Parameter("potential", 'V(x, R) (V(R) without masses): "package.module:function"',
+                  lambda text: {"potential": text}, text=True,
+                  example="mypotentials:gravity"),
+        Parameter("params", "numbers passed to the potential as its third argument",
+                  lambda v: {"params": v}),
+        Parameter("translation_invariant", "true: V(x + a, R) = V(x, R) (P is kept)",
+                  _flag("translation_invariant"), text=True),
+        Parameter("rotation_invariant", "true: V(Qx, QR) = V(x, R) (L is kept)",
+                  _flag("rotation_invariant"), text=True),
+    )  # fmt: skip
+    state_options: ClassVar[tuple[StateOption, ...]] = (
+        StateOption("x0", "centres of mass, a row x,y,z per body (rigid-bodies with masses)"),
+        StateOption("p0", "momenta, a row per body (rigid-bodies with masses; default 0)"),
+        StateOption("R0", "attitudes, a row of 9 numbers (R row by row) per body "
+                    "(default: the identity)"),
+        StateOption("Pi0", "body angular momenta, a row per body"),
+    )  # fmt: skip
     descriptions: ClassVar[dict[str, str]] = {
         "x": "centre of mass (space frame)",
         "p": "linear momentum (space frame)",
@@ -239,9 +324,9 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
 
     def __init__(
         self,
-        inertia,
+        inertia=((1.0, 1.5, 2.0),),
         mass=None,
-        potential: Callable | None = None,
+        potential: Callable | str | None = None,
         params=None,
         *,
         translation_invariant: bool = False,
@@ -250,8 +335,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         moments, axes = inertia_tensors(inertia)
         n = len(moments)
         masses = _masses(mass, n)
-        if potential is not None and not callable(potential):
-            raise InputError("potential", f"must be a function, got {type(potential).__name__}")
+        potential = potential_function(potential)
         for flag, value in (
             ("translation_invariant", translation_invariant),
             ("rotation_invariant", rotation_invariant),
@@ -300,6 +384,23 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         return self.mass is not None
 
     @property
+    def quadratic_invariants(self) -> tuple[str, ...]:
+        """The invariants quadratic (or linear) in (x, p, R, Π), kept by the implicit
+        midpoint rule and the Gauss methods: the Casimir Σ tr RᵀR, the declared momenta
+        P (linear) and L (bilinear), and H when there is no potential."""
+        energy = ("H",) if self.potential is None else ()
+        return (*energy, *self.momenta_names(), "trRtR")
+
+    def momenta_names(self) -> tuple[str, ...]:
+        """The names of the declared momenta among the invariants."""
+        out = []
+        if self.translating and self.translation_invariant:
+            out += [f"P{c}" for c in "xyz"]
+        if self.rotation_invariant:
+            out += [f"L{c}" for c in "xyz"]
+        return tuple(out)
+
+    @property
     def potential_free(self) -> bool:
         return self.potential is None
 
@@ -311,7 +412,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         out: dict[str, Any] = {
             "inertia": np.asarray(self.inertia).tolist(),
             "mass": None if self.mass is None else np.asarray(self.mass).tolist(),
-            "potential": getattr(self.potential, "__qualname__", repr(self.potential)),
+            "potential": None if self.potential is None else reference(self.potential),
             "translation_invariant": self.translation_invariant,
             "rotation_invariant": self.rotation_invariant,
         }
@@ -519,6 +620,40 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         p = 0.2 * rng.standard_normal((n, 3)) * np.asarray(self.mass)[:, None]
         return pos, p, R, Pi
 
+    def state_from_options(self, given: dict, frame=None) -> Any:
+        """(x, p, R, Π) from --x0, --p0 (default 0), --R0 (rows of 9; default the
+        identity) and --Pi0; errors name the option."""
+        n = self.bodies
+        if self.translating:
+            own = ("x0", "p0", "R0", "Pi0")
+        else:
+            own = ("R0", "Pi0")
+            for option in ("x0", "p0"):
+                if given.get(option) is not None:
+                    raise InputError(option, "the centres are fixed (no --mass)")
+
+        def rows(option, value, width):
+            arr = np.asarray(value, dtype=float)
+            if arr.size != n * width:
+                raise InputError(
+                    option, f"expected {n} rows of {width} numbers (N = {n}), got {arr.size}"
+                )
+            return arr.reshape(n, width)
+
+        R = given.get("R0")
+        R = np.broadcast_to(np.eye(3), (n, 3, 3)) if R is None else rows("R0", R, 9)
+        Pi = rows("Pi0", required(given, "Pi0", self.name, "give a row per body"), 3)
+        parts = {"R0": np.reshape(R, (n, 3, 3)), "Pi0": Pi}
+        if self.translating:
+            parts["x0"] = rows("x0", required(given, "x0", self.name, "a row per body"), 3)
+            p = given.get("p0")
+            parts["p0"] = np.zeros((n, 3)) if p is None else rows("p0", p, 3)
+        try:
+            return self.validate_state(tuple(parts[o] for o in own), "x0")[0]
+        except InputError as exc:
+            field = exc.parameter.partition("(")[2].rstrip(")") or "Pi"
+            raise InputError(f"{field}0", exc.problem, exc.fix) from None
+
     def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
         names = [f for f, _ in self.state_fields]
         if not isinstance(x, tuple | list) or len(x) != len(names):
@@ -583,8 +718,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         shift = jnp.asarray(rng.standard_normal(3))
         states.append(((None if pos is None else pos @ Q.T + shift), Q @ R))
         for spos, sR in states:
-            value = self.energy_potential(spos, sR)
-            force, M = self.forces(spos, sR)
+            value, force, M = _probe(self, spos, sR)
             finite = bool(jnp.isfinite(value)) and bool(jnp.all(jnp.isfinite(M)))
             finite = finite and (force is None or bool(jnp.all(jnp.isfinite(force))))
             if not finite:
