@@ -78,10 +78,15 @@ class LieGroupVariational(ImplicitIntegrator):
         # every body of every state (leading batch axes too), each its own solve
         shape = m.shape
         inertia = jnp.broadcast_to(system.inertia, shape).reshape(-1, 3)
-        _, c, _, st = jax.vmap(solve, in_axes=(0, 0, None))(m.reshape(-1, 3), inertia, h)
-        c = c.reshape(shape)
-        if axes is not None:  # F = A F_p Aᵀ: the quaternion's axis turned by A
-            c = jnp.einsum("...ij,...j->...i", axes, c)
+        m_next, c, F, st = jax.vmap(solve, in_axes=(0, 0, None))(m.reshape(-1, 3), inertia, h)
+        if axes is None:  # Π ← FᵀΠ as the solve turned it; the rows of R ← r F
+            F = F.reshape(*shape, 3)
+            rows = tuple(jnp.einsum("...j,...jk->...k", v, F) for v in vectors[1:])
+            x = system.from_body_vectors(x, (m_next.reshape(shape), *rows))
+            return x, _first_failure(st)
+        # F = A F_p Aᵀ: the quaternion's axis turned by A (no product with A on the state:
+        # a fixed matrix's rounding would bias RᵀR and L)
+        c = jnp.einsum("...ij,...j->...i", axes, c.reshape(shape))
         q = jnp.concatenate([jnp.ones_like(c[..., :1]), -c], axis=-1)  # F_kᵀ, each body
         x = system.from_body_vectors(x, tuple(so3.rotate(q, v) for v in vectors))
         return x, _first_failure(st)
