@@ -49,9 +49,13 @@ def real_array(name: str, value, shape: Sequence[int] | None = None) -> Any:
     if traced(value):
         return _traced_array(name, value, shape)
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        kind = np.asarray(value).dtype.kind
+        arr = np.asarray(value, dtype=np.float64) if kind not in "cb" else None
     except (TypeError, ValueError):
-        raise InputError(name, f"expected numbers, got {value!r}") from None
+        raise InputError(name, f"expected numbers, got {_fmt(value)[:200]}") from None
+    if arr is None:  # a complex number's imaginary part, a flag: never read as reals
+        what = "complex" if kind == "c" else "boolean"
+        raise InputError(name, f"expected real numbers, got {what} values", "give floats")
     if shape is not None and arr.shape != tuple(shape):
         want = "x".join(str(s) for s in shape) if len(shape) != 1 else f"{shape[0]} numbers"
         raise InputError(name, f"expected {want}, got shape {arr.shape} {_fmt(value)}")
@@ -123,8 +127,13 @@ def step_size(value, name: str = "h", *, allow_negative: bool = True) -> Any:
     return h
 
 
+# The largest count accepted: 2^53, the last integer float64 holds exactly (a step count
+# beyond it could not even be told from its neighbours in the run's time t0 + k h).
+MOST = 2**53
+
+
 def count(name: str, value, minimum: int = 1) -> int:
-    """An integer >= ``minimum``."""
+    """An integer >= ``minimum`` and <= ``MOST`` (2^53)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, float | np.floating) and float(value).is_integer():
             value = int(value)
@@ -133,6 +142,8 @@ def count(name: str, value, minimum: int = 1) -> int:
     value = int(value)
     if value < minimum:
         raise InputError(name, f"must be >= {minimum}, got {value}")
+    if value > MOST:
+        raise InputError(name, f"must be at most 2^53 = {MOST:.3g}, got {value:.3g}")
     return value
 
 
@@ -169,6 +180,13 @@ def real_dtype(value, name: str = "dtype") -> str:
     """'float64' or 'float32' (the precisions a run can have)."""
     if value not in ("float64", "float32"):
         raise InputError(name, f"must be 'float64' or 'float32', got {value!r}")
+    if value == "float64" and not jax.config.read("jax_enable_x64"):
+        raise InputError(
+            name,
+            "float64 needs JAX's 64-bit mode, which was turned off after importing mechint "
+            "(every array would silently be float32)",
+            "leave jax_enable_x64 on, or ask for dtype='float32'",
+        )
     return str(value)
 
 

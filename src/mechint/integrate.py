@@ -415,8 +415,10 @@ def integrate(
     else:
         x0, batched = system.validate_state(x0, "x0")
     if dtype is None:
-        real = jnp.result_type(*jax.tree.leaves(x0))
-        real = real if jnp.issubdtype(real, jnp.floating) else jnp.float64
+        # the state's own dtype, as given (NumPy's or a tracer's: not canonicalised, so a
+        # float64 state with JAX's 64-bit mode off is refused, never run in float32)
+        single = all(np.dtype(a.dtype) == np.float32 for a in jax.tree.leaves(x0))
+        real = jnp.dtype(_validate.real_dtype("float32" if single else "float64"))
     else:
         real = jnp.dtype(_validate.real_dtype(dtype))
     cast = partial(jax.tree.map, lambda a: jnp.asarray(a, dtype=real))

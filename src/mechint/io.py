@@ -248,9 +248,21 @@ def to_dataset(traj):
 
 def check_writable(path, parameter: str = "out", formats=FORMATS) -> Path:
     """Fail before any work if ``path`` has an unknown extension or cannot be written."""
-    p = Path(path)
+    try:
+        return _check_writable(Path(path), parameter, formats)
+    except OSError as exc:  # a name too long for the file system, a loop of links
+        shown = str(path) if len(str(path)) <= 80 else str(path)[:77] + "..."
+        raise InputError(parameter, f"cannot use {shown!r}: {exc.strerror}",
+                         "choose a shorter path") from None  # fmt: skip
+
+
+def _check_writable(p: Path, parameter: str, formats) -> Path:
+    if p.is_symlink():  # a dangling link would be "created" as a stray file at its target
+        raise InputError(parameter, f"{str(p)!r} is a symbolic link", "give the file's own path")
     if p.is_dir():
         raise InputError(parameter, f"{str(p)!r} is a directory", "give a file name")
+    if p.exists() and not p.is_file():  # a FIFO or a device: opening it would block
+        raise InputError(parameter, f"{str(p)!r} is not a regular file", "give a file name")
     if p.suffix.lower() not in formats:
         raise InputError(
             parameter,

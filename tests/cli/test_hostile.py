@@ -324,3 +324,55 @@ def test_a_valid_json_state_still_reads(tmp_path, capsys):
     path.write_text(json.dumps([[0.45, 0, 0.89], [0.89, 0.1, 0.45]]))
     code, _, err = invoke([*RUN, "--x0", str(path), "--out", str(tmp_path / "o.nc")], capsys)
     assert code == 0, err
+
+
+# -- issue 36: more hostile and extreme input ---------------------------------------------------
+def test_huge_counts_are_one_line_not_an_overflow(tmp_path, capsys):
+    for steps in ("1e20", str(2**64)):
+        argv = [*RUN[:-3], "--steps", steps, "--save-every", steps, "--x0", "0.45,0,0.89",
+                "--out", str(tmp_path / "o.nc")]  # fmt: skip
+        code, _, err = invoke(argv, capsys)
+        assert code == 2 and "--steps" in err and "2^53" in err, err
+    top = mi.systems.EulerTop((2, 1, 0.6667))
+    with pytest.raises(mi.InputError, match="steps: must be at most 2"):
+        mi.integrate(top, mi.integrators.Kahan(), [0.45, 0, 0.89], 0.01, 2**64)
+
+
+def test_complex_and_boolean_states_are_refused_by_the_api():
+    top = mi.systems.EulerTop((2, 1, 0.6667))
+    for x in (np.array([0.45 + 1j, 0, 0.89]), np.array([True, False, True])):
+        with pytest.raises(mi.InputError, match="x0: expected real numbers"):
+            mi.simulate(top, mi.integrators.Kahan(), x, 0.01, 10)
+
+
+def test_float64_with_jax_64_bit_mode_turned_off_is_refused():
+    import jax
+
+    top = mi.systems.EulerTop((2, 1, 0.6667))
+    jax.config.update("jax_enable_x64", False)
+    try:
+        for run in (mi.simulate, mi.integrate):
+            with pytest.raises(mi.InputError, match="dtype: float64 needs JAX's 64-bit mode"):
+                run(top, mi.integrators.Kahan(), [0.45, 0, 0.89], 0.01, 10)
+    finally:
+        jax.config.update("jax_enable_x64", True)
+
+
+def test_one_integrator_means_one(capsys):
+    argv = ["check", "--system", "euler-top", "--inertia", "2,1,0.6667", "--x0", "0.45,0,0.89",
+            "--integrator", "kahan,midpoint", "--h", "0.1"]  # fmt: skip
+    code, _, err = invoke(argv, capsys)
+    assert code == 2 and "takes one integrator, got 2" in err
+
+
+def test_out_that_is_not_a_plain_file_path(tmp_path, capsys):
+    """A FIFO would block the first open forever; a dangling link would be "created" as a
+    stray file at its target; a name too long for the file system: one line, exit 2."""
+    fifo, link, target = tmp_path / "f.nc", tmp_path / "l.nc", tmp_path / "t.nc"
+    os.mkfifo(fifo)
+    link.symlink_to(target)
+    for out, words in ((fifo, "not a regular file"), (link, "symbolic link"),
+                       (tmp_path / ("b" * 300 + ".nc"), "too long")):  # fmt: skip
+        code, _, err = invoke([*RUN, "--x0", "0.45,0,0.89", "--out", str(out)], capsys)
+        assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+    assert not target.exists()

@@ -40,7 +40,11 @@ def exclusive(out: Path):
     """Hold an exclusive lock on ``out`` (a lock file beside it, released by the kernel
     however this process ends): a second run on the same --out is refused in one line."""
     lock = out.with_name(f".{out.name}.lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a name too long for its lock file, a read-only folder
+        raise InputError("--out", f"cannot lock {str(out)!r}: {exc.strerror}",
+                         "choose a shorter name or a writable folder") from None  # fmt: skip
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -156,6 +156,12 @@ def integrator_names(args: argparse.Namespace) -> list[str]:
     names = [n.strip() for n in (text or "").split(",") if n.strip()]
     if not names:
         raise InputError(option, "names no integrator")
+    if option == "--integrator" and len(names) > 1:  # never one of them without a word
+        raise InputError(
+            option,
+            f"takes one integrator, got {len(names)} ({', '.join(names)})",
+            "run the command once for each (compare takes --integrators a,b)",
+        )
     for name in names:
         relabel(option, integrators.get, name)
     for setting, uses in integrators.SETTINGS.items():
