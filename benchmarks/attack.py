@@ -334,6 +334,29 @@ def item10(d):
     for out in (fifo, link, d / ("b" * 300 + ".nc")):
         code, _, err = mechint([*RUN, "--steps", "10", "--out", out], timeout=20)
         rows.append(clean(code, err, (2,)) and not target.exists())
+    # files that are not what mechint writes: a 'complete' attribute of text, a CSV
+    # sidecar that is a list, a truncated segment; text where an experiment wants numbers
+    import h5netcdf
+
+    done = [*RUN, "--steps", "100"]
+    mechint([*done, "--out", d / "r.nc"])
+    with h5netcdf.File(d / "r.nc", "a") as fh:
+        fh.attrs["complete"] = "yes"
+    code, _, err = mechint([*done, "--out", d / "r.nc"])
+    rows.append(clean(code, err, (2,)))
+    mechint([*done, "--out", d / "c.csv"])
+    (d / "c.csv-metadata.json").write_text("[1, 2]")
+    code, _, err = mechint([*done, "--out", d / "c.csv"])
+    rows.append(code == 0)
+    mechint([*done, "--out", d / "z.nc"])
+    (d / ".z.nc.chunks").mkdir(exist_ok=True)
+    (d / ".z.nc.chunks" / "000000000001.npz").write_bytes(b"PK\x03\x04 truncated")
+    code, _, err = mechint([*RUN, "--steps", "200", "--out", d / "z.nc", "--resume"])
+    rows.append(clean(code, err, (2,)))
+    (d / "x.toml").write_text(TOML.format(h="0.01", i='["kahan"]', extra="").replace(
+        "m = [[0.45, 0, 0.89]]", 'm = "/etc/passwd"'))  # fmt: skip
+    code, _, err = mechint(["sweep", d / "x.toml", "--out", d / "s.nc"])
+    rows.append(clean(code, err, (2,)))
     return rows
 
 

@@ -554,8 +554,11 @@ def saved_attrs(path) -> dict | None:
             sidecar = csv_metadata_path(path)
             if not sidecar.is_file():
                 return None
-            attrs = json.loads(sidecar.read_text()).get("mechint", {})
-    except (OSError, ValueError):
+            document = json.loads(sidecar.read_text())
+            attrs = document.get("mechint", {}) if isinstance(document, dict) else None
+    except (OSError, ValueError, RecursionError):  # RecursionError: a crafted deep nesting
+        return None
+    if not isinstance(attrs, dict):  # a sidecar that is a list, null, a number: not ours
         return None
     return attrs if "mechint_version" in attrs else None
 

@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -379,7 +380,7 @@ class RunFile:
             raise InputError(parameter, f"needs an existing NetCDF (.nc) file at --out, {name}")
         try:
             resumed = RunFile.read(out, system)
-        except (OSError, KeyError, ValueError, TypeError) as exc:
+        except (OSError, KeyError, ValueError, TypeError, EOFError, zipfile.BadZipFile) as exc:
             raise InputError(parameter, f"cannot read a mechint run from {name}: {exc}") from None
         attrs = resumed.attrs
         again = "run it again without --resume (--overwrite)"

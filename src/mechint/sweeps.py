@@ -181,7 +181,7 @@ def _initial(system, spec: dict):
         missing = [f for f in fields if f not in spec]
         if missing:
             raise InputError("initial", f"missing state fields {missing}")
-        x = tuple(np.asarray(spec[f], dtype=float) for f in fields)
+        x = tuple(_validate.real_array(f"initial.{f}", spec[f]) for f in fields)
         x, batched = system.validate_state(x[0] if len(x) == 1 else x, "initial")
         if not batched:
             raise InputError("initial", "give a list of states (one per sample)")

@@ -376,3 +376,53 @@ def test_out_that_is_not_a_plain_file_path(tmp_path, capsys):
         code, _, err = invoke([*RUN, "--x0", "0.45,0,0.89", "--out", str(out)], capsys)
         assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
     assert not target.exists()
+
+
+@pytest.mark.parametrize("value", ["yes", [1, 2], float("nan")], ids=["text", "array", "nan"])
+def test_a_complete_attribute_mechint_does_not_write(tmp_path, capsys, value):
+    import h5netcdf
+
+    out = tmp_path / "r.nc"
+    argv = [*RUN, "--x0", "0.45,0,0.89", "--out", str(out)]
+    assert invoke(argv, capsys)[0] == 0
+    with h5netcdf.File(out, "a") as fh:
+        fh.attrs["complete"] = value
+    code, _, err = invoke(argv, capsys)
+    assert code == 2 and "'complete' attribute" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "null", "[" * 100_000 + "]" * 100_000])
+def test_a_csv_sidecar_that_is_not_a_table(tmp_path, capsys, text):
+    """A sidecar that is a list, null or nested past Python's recursion: not a mechint
+    record (the run starts as over any other file), never an internal error."""
+    out = tmp_path / "c.csv"
+    argv = [*RUN, "--x0", "0.45,0,0.89", "--out", str(out)]
+    assert invoke(argv, capsys)[0] == 0
+    io.csv_metadata_path(out).write_text(text)
+    assert io.saved_attrs(out) is None
+    code, _, err = invoke(argv, capsys)
+    assert code == 0, err
+
+
+def test_text_where_an_experiment_wants_numbers(tmp_path, capsys):
+    path = tmp_path / "e.toml"
+    path.write_text(TOML.format(h="0.01", integrators='["kahan"]', extra="").replace(
+        "m = [[0.45, 0, 0.89]]", 'm = "/etc/passwd"'))  # fmt: skip
+    code, _, err = invoke(["sweep", str(path), "--out", str(tmp_path / "s.nc")], capsys)
+    assert code == 2 and "initial.m: expected numbers" in err
+
+
+def test_a_truncated_segment_and_newlines_in_a_message(tmp_path, capsys):
+    """A segment cut short (a bad zip) is refused by --resume in one line; an error whose
+    text holds newlines (a crafted file's) is printed on one line."""
+    from mechint.cli import main as cli
+    from mechint.runfile import segment_dir
+
+    out = tmp_path / "r.nc"
+    argv = [*RUN[:-3], "--steps", "100", "--x0", "0.45,0,0.89", "--out", str(out)]
+    assert invoke([*argv, "--quiet"], capsys)[0] == 0
+    segment_dir(out).mkdir(exist_ok=True)
+    (segment_dir(out) / "000000000001.npz").write_bytes(b"PK\x03\x04 truncated")
+    code, _, err = invoke([*argv[:-4], "--steps", "200", "--out", str(out), "--resume"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert cli._oneline(mi.InputError("x", "a\nb\n\nc")) == "x: a b c"

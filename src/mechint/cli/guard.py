@@ -9,6 +9,8 @@ import os
 import signal
 from pathlib import Path
 
+import numpy as np
+
 from mechint import io
 from mechint.errors import InputError
 
@@ -69,15 +71,33 @@ def keep_unfinished(out: Path) -> None:
     from mechint.runfile import segment_dir
 
     attrs = io.saved_attrs(out)
-    if attrs is not None and int(attrs.get("complete", 1)) == 0:
-        raise InputError("--out", f"{str(out)!r} holds an unfinished run ({attrs.get('steps')} "
-                         f"of {attrs.get('steps_requested')} steps)", "continue it with "
+    complete = _flag(attrs.get("complete", 1)) if attrs is not None else 1
+    if complete is None:  # not a value mechint writes: a file of another kind, or crafted
+        raise InputError("--out", f"{str(out)!r} has a 'complete' attribute that mechint "
+                         "does not write", "replace the file with --overwrite")  # fmt: skip
+    if complete == 0 and attrs is not None:
+        steps = (_flag(attrs.get(k)) for k in ("steps", "steps_requested"))
+        raise InputError("--out", f"{str(out)!r} holds an unfinished run ({next(steps)} "
+                         f"of {next(steps)} steps)", "continue it with "
                          "--resume, or replace it with --overwrite")  # fmt: skip
     folder = segment_dir(out)
     if attrs is None and folder.is_dir() and any(folder.glob("[0-9]*.npz")):
         raise InputError("--out", f"{str(folder)!r} holds the samples of an unfinished run "
                          f"that {str(out)!r} does not", "move them away, or replace them "
                          "with --overwrite")  # fmt: skip
+
+
+def _flag(value) -> int | None:
+    """A whole-number attribute as mechint writes it (a scalar integer, or a float that is
+    one), else None: never an exception, never the text of a crafted attribute echoed."""
+    try:
+        arr = np.asarray(value)
+        if arr.shape != () or arr.dtype.kind not in "iuf" or not np.isfinite(arr):
+            return None
+        number = float(arr)
+        return int(number) if number.is_integer() else None
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 @contextlib.contextmanager

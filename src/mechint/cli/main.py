@@ -12,6 +12,8 @@ import re
 import sys
 import textwrap
 
+import numpy as np
+
 from mechint._version import __version__
 from mechint.cli import check, compare, demo, run, sweep
 from mechint.errors import InputError, StepFailure
@@ -79,12 +81,15 @@ def negative_values(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # NumPy's floating-point warnings (an overflow in an invariant of a huge state) would
+    # add lines to a one-line report; the report says what failed, and where
+    np.seterr(all="ignore")
     parser = build_parser()
     args = parser.parse_args(negative_values(sys.argv[1:] if argv is None else list(argv)))
     try:
         code = args.handler(args)
-    except InputError as exc:
-        print(f"mechint {args.command}: error: {exc}", file=sys.stderr)
+    except InputError as exc:  # one line, whatever a crafted file's text holds
+        print(f"mechint {args.command}: error: {_oneline(exc, 1000)}", file=sys.stderr)
         code = 2
     except StepFailure as exc:
         print(f"mechint {args.command}: run stopped: {exc}", file=sys.stderr)
@@ -105,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.exit(code)
 
 
-def _oneline(exc: BaseException) -> str:
+def _oneline(exc: BaseException, most: int = 300) -> str:
+    """The message on one line (newlines and runs of spaces as one space), cut at ``most``."""
     text = " ".join(str(exc).split())
-    return text[:300] or type(exc).__name__
+    return text[:most] or type(exc).__name__
