@@ -44,45 +44,59 @@ __all__ = [
 ]
 
 
+class _Piece(maps.Integrator):
+    """An exact flow given by ``advance(system, x, t)`` on the systems of one capability
+    base (``serves``): an explicit step that fails only where the state is not finite."""
+
+    traits = maps.EXACT_TRAITS
+    serves: ClassVar[tuple[type, ...]]
+
+    @staticmethod
+    def advance(system, x, t) -> Any:
+        raise NotImplementedError
+
+    def cannot_serve(self, system) -> str | None:
+        return maps.serves_only(system, self.serves)
+
+    def step(self, system, x, h):
+        y = self.advance(system, x, h)
+        return y, maps.ok_status(y)
+
+
 # -- the exact flows of the pieces of a separable Hamiltonian -------------------------------
+class _SeparablePiece(_Piece):
+    """A piece of H = T(p) + V(q): it keeps the momentum maps."""
+
+    serves: ClassVar[tuple[type, ...]] = (SeparableEnergy,)
+
+    def preserved(self, system, x, h) -> dict:
+        return maps.kept(system, system.momentum_maps, x)
+
+
 @final
 @dataclasses.dataclass(frozen=True)
-class Drift(maps.Integrator):
+class Drift(_SeparablePiece):
     """Exact flow of the kinetic energy T(p) of a separable Hamiltonian: q ← q + t ∇T(p)."""
 
     name: ClassVar[str] = "drift"
-    traits = maps.EXACT_TRAITS
 
-    def cannot_serve(self, system) -> str | None:
-        return maps.serves_only(system, (SeparableEnergy,))
-
-    def step(self, system, x, h):
+    @staticmethod
+    def advance(system, x, t) -> Any:
         q, p = x
-        y = (q + h * system.kinetic_gradient(p), p)
-        return y, maps.ok_status(y)
-
-    def preserved(self, system, x, h) -> dict:
-        return maps.kept(system, system.momentum_maps, x)
+        return q + t * system.kinetic_gradient(p), p
 
 
 @final
 @dataclasses.dataclass(frozen=True)
-class Kick(maps.Integrator):
+class Kick(_SeparablePiece):
     """Exact flow of the potential energy V(q) of a separable Hamiltonian: p ← p − t ∇V(q)."""
 
     name: ClassVar[str] = "kick"
-    traits = maps.EXACT_TRAITS
 
-    def cannot_serve(self, system) -> str | None:
-        return maps.serves_only(system, (SeparableEnergy,))
-
-    def step(self, system, x, h):
+    @staticmethod
+    def advance(system, x, t) -> Any:
         q, p = x
-        y = (q, p - h * system.potential_gradient(q))
-        return y, maps.ok_status(y)
-
-    def preserved(self, system, x, h) -> dict:
-        return maps.kept(system, system.momentum_maps, x)
+        return q, p - t * system.potential_gradient(q)
 
 
 def axis_quaternion(system: PrincipalRotations, m, i: int, t):
@@ -189,24 +203,17 @@ class FreeRotation(maps.Integrator):
 # -- the exact flows of the natural split ---------------------------------------------------
 @final
 @dataclasses.dataclass(frozen=True)
-class GravityKick(maps.Integrator):
+class GravityKick(_Piece):
     """Exact flow of the potential χ·γ: m ← m + t γ × χ, γ fixed.  It keeps both
     Casimirs (γ × χ ⟂ γ) and χ·m."""
 
     name: ClassVar[str] = "gravity-kick"
-    traits = maps.EXACT_TRAITS
-
-    def cannot_serve(self, system) -> str | None:
-        return maps.serves_only(system, (GravityTop,))
+    serves: ClassVar[tuple[type, ...]] = (GravityTop,)
 
     @staticmethod
-    def advance(system: GravityTop, x, t):
+    def advance(system, x, t) -> Any:
         m, g = x
         return m + t * jnp.cross(g, system.chi), g
-
-    def step(self, system, x, h):
-        y = self.advance(system, x, h)
-        return y, maps.ok_status(y)
 
     def preserved(self, system, x, h) -> dict:
         return system.split_invariants(x)
@@ -257,22 +264,11 @@ class SymmetricFreeFlow(maps.Integrator):
 
 
 # -- the exact flows of rigid bodies in a potential ----------------------------------------
-class _BodyPiece(maps.Integrator):
+class _BodyPiece(_Piece):
     """An exact flow of a piece of rigid bodies' H (``BodiesInPotential``): it keeps the
     momenta of V's symmetries and RᵀR."""
 
-    traits = maps.EXACT_TRAITS
-
-    @staticmethod
-    def advance(system: BodiesInPotential, x, t) -> Any:
-        raise NotImplementedError
-
-    def cannot_serve(self, system) -> str | None:
-        return maps.serves_only(system, (BodiesInPotential,))
-
-    def step(self, system, x, h):
-        y = self.advance(system, x, h)
-        return y, maps.ok_status(y)
+    serves: ClassVar[tuple[type, ...]] = (BodiesInPotential,)
 
     def preserved(self, system, x, h) -> dict:
         return system.split_invariants(x)
@@ -287,7 +283,7 @@ class BodyKick(_BodyPiece):
     name: ClassVar[str] = "body-kick"
 
     @staticmethod
-    def advance(system: BodiesInPotential, x, t) -> Any:
+    def advance(system, x, t) -> Any:
         return system.kick(x, t)
 
 
@@ -299,5 +295,5 @@ class BodyDrift(_BodyPiece):
     name: ClassVar[str] = "body-drift"
 
     @staticmethod
-    def advance(system: BodiesInPotential, x, t) -> Any:
+    def advance(system, x, t) -> Any:
         return system.drift(x, t)
