@@ -360,6 +360,124 @@ def item10(d):
     return rows
 
 
+def measured(args, env=None):
+    """(exit code, stderr, seconds, peak resident MB) of ``mechint *args`` in a fresh
+    process (the peak read by the process itself as it exits)."""
+    code = ("import resource, runpy, sys\n"
+            f"sys.argv = ['mechint', *{[str(a) for a in args]!r}]\n"
+            "try:\n    runpy.run_module('mechint', run_name='__main__')\n"
+            "finally:\n    open(sys.argv_file if hasattr(sys, 'argv_file') else "
+            f"{str(Path(tempfile.gettempdir()) / 'attack-rss')!r}, 'w').write(str("
+            "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n")  # fmt: skip
+    start = time.monotonic()
+    try:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=LIMIT, env=env)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return None, "hung", LIMIT, float("nan")
+    seconds = time.monotonic() - start
+    rss = int((Path(tempfile.gettempdir()) / "attack-rss").read_text()) / 1024
+    return p.returncode, p.stderr, seconds, rss
+
+
+def inflate(src, dst, dim: str, n: int) -> None:
+    """A copy of NetCDF ``src`` whose dimension ``dim`` declares ``n`` entries, none written."""
+    import h5netcdf
+
+    with h5netcdf.File(src, "r") as a, h5netcdf.File(dst, "w") as b:
+        b.dimensions = {k: (n if k == dim else v.size) for k, v in a.dimensions.items()}
+        for name, var in a.variables.items():
+            new = b.create_variable(name, var.dimensions, var.dtype)
+            new.attrs.update(dict(var.attrs))
+            if dim not in var.dimensions:
+                new[...] = var[...]
+        b.attrs.update(dict(a.attrs))
+
+
+def item11(d):
+    """Issue 36 (the rest): crafted files and huge samples refused within a second and
+    100 MB of what a plain refusal costs, JAX_PLATFORMS without its device, a demo folder
+    holding a FIFO, an interrupted CSV run's advice, the exact Euler top at every scale
+    and inside jit, a float32 overflow's reason, R_J's accuracy, the Lagrange numbers."""
+    import zipfile
+
+    rows = []
+    _, _, base_s, base_mb = measured([*RUN, "--steps", "-1", "--out", d / "o.nc"])
+
+    def cheap(args, env=None):
+        code, err, seconds, mb = measured(args, env)
+        print(f"    {' '.join(map(str, args[:2]))}...: {seconds - base_s:+.2f} s, "
+              f"{mb - base_mb:+.0f} MB over a plain refusal", file=sys.stderr)  # fmt: skip
+        return clean(code, err, (2,)) and seconds - base_s < 1.0 and mb - base_mb < 100
+
+    run = [*RUN, "--steps", "100"]
+    mechint([*run, "--out", d / "r.nc"])
+    inflate(d / "r.nc", d / "big.nc", "time", 10**11)
+    rows.append(cheap([*run, "--out", d / "big.nc", "--resume"]))
+    (d / "x.toml").write_text(TOML.format(h="[0.01, 0.02]", i='["kahan"]', extra=""))
+    mechint(["sweep", d / "x.toml", "--out", d / "s.nc"])
+    inflate(d / "s.nc", d / "bigs.nc", "sample", 10**11)
+    rows.append(cheap(["sweep", d / "x.toml", "--out", d / "bigs.nc", "--resume"]))
+    folder = d / ".r.nc.chunks"
+    folder.mkdir(exist_ok=True)
+    with zipfile.ZipFile(folder / f"{101:020d}.npz", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("a/time.npy", b"\0" * 10**8)  # 100 MB that deflate to 100 kB
+    rows.append(cheap([*RUN, "--steps", "200", "--out", d / "r.nc", "--resume"]))
+    for count in ("100000000", "1e9"):
+        random = f"m = [0.45, 0, 0.89]\n[initial.random]\ncount = {count}"
+        (d / "c.toml").write_text(TOML.format(h="0.01", i='["kahan"]', extra="").replace(
+            "m = [[0.45, 0, 0.89]]", random))  # fmt: skip
+        rows.append(cheap(["sweep", d / "c.toml", "--out", d / "c.nc"]))
+    code, _, err = mechint([*run, "--out", d / "g.nc"],
+                           env={**os.environ, "JAX_PLATFORMS": "cuda"})  # fmt: skip
+    rows.append(clean(code, err, (2,)))
+    (d / "demo").mkdir()
+    os.mkfifo(d / "demo" / "summary.txt")
+    code, _, err = mechint(["demo", "--out", d / "demo"], timeout=20)
+    rows.append(clean(code, err, (2,)))
+    proc = subprocess.Popen([sys.executable, "-m", "mechint", *RUN, "--steps", "4000000000",
+                             "--save-every", "1000000", "--out", str(d / "i.csv")],
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + LIMIT
+    while not (d / "i.csv").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=LIMIT)[1]
+    rows.append(proc.returncode == 130 and "--resume" not in err.replace("write .nc", ""))
+    for call, expected in [
+        # m(0) of a top whose moments are 1e103: the given state; a state of 1e200
+        ("m = mi.exact.euler_top(mi.systems.EulerTop(np.array([2, 1, 0.6667]) * 1e103), x, 0)"
+         "\n    assert np.allclose(m, x, rtol=0, atol=1e-15), m", None),
+        ("m = mi.exact.euler_top(top, x * 1e200, [0.0, 1e-200]) / 1e200\n"
+         "    assert np.allclose(m, mi.exact.euler_top(top, x, [0.0, 1.0]), atol=1e-14), m",
+         None),
+        ("jax.jit(lambda m: mi.exact.euler_top(top, m, 1.0))(x)", "InputError"),
+        ("try:\n        mi.simulate(top, mi.integrators.Kahan(), x * 1e19, 0.01, 10, "
+         "dtype='float32')\n    except mi.StepFailure as exc:\n"
+         "        assert exc.code == 1, exc  # non-finite, not singular", None),
+        ("import mpmath\n    for a in [(1, 100, 1, 0.16), (445, 1e4, 1e4, 1e-4)]:\n"
+         "        v, ref = float(mi.special.elliprj(*a)), float(mpmath.elliprj(*a))\n"
+         "        assert abs(v - ref) <= 4 * np.spacing(ref), (a, v, ref)", None),
+        ("warnings.simplefilter('error')\n    mi.systems.HeavyTop((1, 1, 0.5), (0, 0, 1))",
+         "SpecialCaseWarning"),
+    ]:  # fmt: skip
+        code = PROBE36.replace("CALL", call).replace("EXPECTED", repr(expected))
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=LIMIT)
+        rows.append(p.returncode == 0)
+    return rows
+
+
+# exit 0: the call ran without an exception (expected None) or raised the one named
+PROBE36 = """import warnings, jax, numpy as np, mechint as mi
+top = mi.systems.EulerTop((2, 1, 0.6667))
+x = np.array([0.45, 0.1, 0.89])
+try:
+    CALL
+except BaseException as exc:
+    raise SystemExit(0 if type(exc).__name__ == EXPECTED else 1)
+raise SystemExit(0 if EXPECTED is None else 1)
+"""
+
 PROBE = """import numpy as np, mechint as mi
 top = mi.systems.EulerTop((2, 1, 0.6667))
 x = np.array([0.45, 0, 0.89])
@@ -374,7 +492,7 @@ ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,
          "3 no resource check": item3, "4 resume trusts the file": item4,
          "5 two runs on one --out": item5, "6 NaN verdicts": item6, "7 scheduler": item7,
          "8 tracebacks": item8, "9 silently accepted": item9,
-         "10 issue 36 (part)": item10}  # fmt: skip
+         "10 issue 36 (part)": item10, "11 issue 36 (rest)": item11}  # fmt: skip
 
 
 def main(quick: bool = False) -> None:

@@ -9,7 +9,12 @@ jax.config.update("jax_enable_x64", True)
 
 from mechint import diagnostics, exact, integrators, lie, maps, solvers, systems  # noqa: E402
 from mechint._version import __version__  # noqa: E402
-from mechint.errors import InputError, StepFailure, UnsupportedError  # noqa: E402
+from mechint.errors import (  # noqa: E402
+    InputError,
+    SpecialCaseWarning,
+    StepFailure,
+    UnsupportedError,
+)
 from mechint.integrate import Solution, integrate  # noqa: E402
 from mechint.simulate import simulate  # noqa: E402
 from mechint.sweeps import sweep  # noqa: E402
@@ -18,6 +23,7 @@ from mechint.trajectory import Trajectory  # noqa: E402
 __all__ = [
     "InputError",
     "Solution",
+    "SpecialCaseWarning",
     "StepFailure",
     "Trajectory",
     "UnsupportedError",

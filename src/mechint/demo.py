@@ -26,6 +26,10 @@ STEPS = 10_000
 SAVE_EVERY = 10
 
 
+# what the demo writes into its folder
+DEMO_FILES = ("momentum_sphere.png", "invariants.png", "summary.txt")
+
+
 def _sphere_states(n: int = 7) -> np.ndarray:
     """Initial conditions on the unit sphere in the (m1, m3) plane and their mirror images:
     orbits about e3, the separatrix (m1 = m3 for this inertia) and orbits about e1."""
@@ -52,7 +56,7 @@ def run_demo(out: str | Path) -> dict:
         points_label=f"Kahan, h = {H_STEP} (every 20th step)",
         curves_label="exact orbit (elliptic functions)",
     )
-    fig.savefig(out / "momentum_sphere.png", dpi=130)
+    fig.savefig(out / DEMO_FILES[0], dpi=130)
 
     # Figure 2 and summary: four methods, one initial condition.
     methods = {
@@ -84,7 +88,7 @@ def run_demo(out: str | Path) -> dict:
     fig = invariant_error_figure(
         t, errors, title=f"Euler top I = (2, 1, 2/3), m0 = {M0}, h = {H_STEP}, T = {T:g}"
     )
-    fig.savefig(out / "invariants.png", dpi=130)
+    fig.savefig(out / DEMO_FILES[1], dpi=130)
 
     lines = [
         "mechint demo: free rigid body (Euler top)",
@@ -100,8 +104,8 @@ def run_demo(out: str | Path) -> dict:
         "",
         "Kahan keeps K1 to round-off while H and C oscillate at O(h^2); midpoint keeps H and",
         "C to round-off; RK4 and explicit Euler drift (Euler's |m| grows every step).",
-        f"figures: {out / 'momentum_sphere.png'}, {out / 'invariants.png'}",
+        f"figures: {out / DEMO_FILES[0]}, {out / DEMO_FILES[1]}",
     ]
     text = "\n".join(lines) + "\n"
-    (out / "summary.txt").write_text(text)
+    (out / DEMO_FILES[2]).write_text(text)
     return {"summary": text, "rows": rows, "folder": out}

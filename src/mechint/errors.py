@@ -3,6 +3,7 @@
 ``InputError`` is raised before any work starts; its message names the parameter and
 the fix.  ``StepFailure`` stops a run in the middle (singular linear solve, Newton not
 converged, non-finite state) and carries what was computed before the failing step.
+``SpecialCaseWarning`` says that a system's numbers are a case mechint knows better.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ class InputError(ValueError):
 
 class UnsupportedError(InputError):
     """An integrator asked to advance a system it cannot serve."""
+
+
+class SpecialCaseWarning(UserWarning):
+    """A system given by numbers that make it a known special case which mechint has as
+    its own system (more integrals, exact flows): the message names it."""
 
 
 class StepFailure(RuntimeError):

@@ -563,6 +563,37 @@ def saved_attrs(path) -> dict | None:
     return attrs if "mechint_version" in attrs else None
 
 
+def check_stored(path, parameter: str) -> None:
+    """Refuse (``InputError`` naming ``parameter``) a NetCDF file that declares more data
+    than it stores, before anything reads it: every variable mechint writes is stored
+    whole and uncompressed, so one whose stored bytes fall short of its declared size is
+    unwritten space a reader would fill with fill values (a crafted 14 kB file can declare
+    10¹¹ samples), or compressed by someone else.  Costs one pass over the file's headers."""
+    import h5py
+
+    name = repr(str(path))
+    short: list[str] = []
+
+    def visit(key, obj):
+        if not isinstance(obj, h5py.Dataset) or obj.shape is None:
+            return
+        label = obj.attrs.get("NAME", b"")
+        if isinstance(label, bytes) and label.startswith(b"This is a netCDF dimension"):
+            return  # a dimension without values: nothing a reader reads
+        if obj.id.get_storage_size() < obj.size * obj.dtype.itemsize:
+            short.append(f"{key} {obj.shape}")
+
+    try:
+        with h5py.File(path, "r") as fh:
+            fh.visititems(visit)
+    except (OSError, ValueError) as exc:
+        raise InputError(parameter, f"cannot read {name}: {exc}") from None
+    if short:
+        raise InputError(parameter, f"{name} declares more data than it stores "
+                         f"({', '.join(short[:3])}): it was not written by mechint or was "
+                         "cut short", "run it again without --resume (--overwrite)")  # fmt: skip
+
+
 def read_csv(path) -> dict[str, np.ndarray]:
     """Columns of a CSV written by ``write_csv``, by name."""
     with open(path) as fh:

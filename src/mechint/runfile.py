@@ -342,6 +342,7 @@ class RunFile:
         segments, samples = [], merged
         folder = segment_dir(Path(out))
         for path in sorted(folder.glob("[0-9]*.npz")) if folder.is_dir() else []:
+            _check_segment(path)
             with np.load(path, allow_pickle=False) as seg:
                 meta = json.loads(str(seg["meta"]))
                 if meta["first"] + meta["count"] <= merged:  # merged before a kill
@@ -378,12 +379,26 @@ class RunFile:
         name = repr(str(out))
         if out.suffix.lower() != ".nc" or not out.is_file():
             raise InputError(parameter, f"needs an existing NetCDF (.nc) file at --out, {name}")
+        # what costs nothing first: the file stores what it declares, and its record is
+        # this run's (a crafted or foreign file is refused before its data is read)
+        io.check_stored(out, parameter)
+        attrs = io.saved_attrs(out)
+        if attrs is None:
+            raise InputError(parameter, f"{name} is not a run written by mechint")
+        again = "run it again without --resume (--overwrite)"
+        for key, value in record.items():
+            if attrs.get(key) != value:
+                raise InputError(
+                    parameter,
+                    f"{name} was written by another run ({key} = {attrs.get(key)!r}, "
+                    f"this run: {value!r})",
+                    "give the same options as the interrupted run",
+                )
         try:
             resumed = RunFile.read(out, system)
         except (OSError, KeyError, ValueError, TypeError, EOFError, zipfile.BadZipFile) as exc:
             raise InputError(parameter, f"cannot read a mechint run from {name}: {exc}") from None
         attrs = resumed.attrs
-        again = "run it again without --resume (--overwrite)"
         if "checksum" not in attrs:
             raise InputError(parameter, f"{name} has no checksum (written before mechint 0.1.0 "
                              "recorded one), so its data cannot be trusted to continue",
@@ -394,14 +409,6 @@ class RunFile:
         if attrs["checksum"] != resumed.found:
             raise InputError(parameter, f"{name} was changed after it was written (its data "
                              "or record disagree with its checksum)", again)  # fmt: skip
-        for key, value in record.items():
-            if attrs.get(key) != value:
-                raise InputError(
-                    parameter,
-                    f"{name} was written by another run ({key} = {attrs.get(key)!r}, "
-                    f"this run: {value!r})",
-                    "give the same options as the interrupted run",
-                )
         done = int(attrs["steps"])
         save_every = int(record["save_every"])
         if done % save_every or resumed.merged != done // save_every + 1:
@@ -429,6 +436,20 @@ class RunFile:
         ):
             raise InputError(parameter, f"{name} starts from another attitude (--orientation)")
         return resumed
+
+
+def _check_segment(path: Path) -> None:
+    """A segment holds its arrays stored, not compressed (``np.savez``): a member that is
+    compressed, or declares more bytes than the file has, is not what mechint wrote (a zip
+    bomb would decompress to any size); ValueError before anything is decompressed."""
+    size = path.stat().st_size
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            if info.compress_type != zipfile.ZIP_STORED or info.file_size > size:
+                raise ValueError(
+                    f"segment {path.name} holds {info.filename!r} compressed or "
+                    f"larger than the file, which mechint does not write"
+                )
 
 
 def _dims_shape(block, dims) -> tuple:

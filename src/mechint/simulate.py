@@ -21,7 +21,6 @@ that could pass for a result.
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from functools import partial
@@ -426,7 +425,7 @@ def _raise_failure(plan: Plan, samples, saved, done, carry, handed: int, n: int)
     }
     raise StepFailure(
         step=first + plan.step0,
-        residual=res if math.isfinite(res) else float("nan"),
+        residual=res,
         reason=f"{why.text} at t = {plan.t0 + plan.h * (first - 1):.6g}, of {plan.steps} steps",
         trajectory=partial_traj,
         last_state=last,

@@ -124,7 +124,13 @@ def load(source) -> Experiment:
     first = _build(cls, exp, _grid_points(exp)[0])
     for spec in names:
         _make_integrator(spec, first)
-    return dataclasses.replace(exp, initial=_initial(first, doc["initial"]))
+
+    def fits(one, count: int) -> None:  # memory only: the output's disk is the caller's
+        estimate = footprint(dataclasses.replace(exp, initial=one), count)
+        resources.require_fits(estimate, steps, save_every, None, parameter="save_every",
+                               members="initial.random.count")  # fmt: skip
+
+    return dataclasses.replace(exp, initial=_initial(first, doc["initial"], fits))
 
 
 def _integrator_spec(spec):
@@ -169,7 +175,7 @@ def _build(cls, exp: Experiment, point: dict):
         raise InputError("system", f"{cls.name} does not take {sorted(kwargs)}: {exc}") from None
 
 
-def _initial(system, spec: dict):
+def _initial(system, spec: dict, fits=None):
     spec = dict(spec)
     random = spec.pop("random", None)
     fields = [f for f, _ in system.state_fields]
@@ -198,8 +204,10 @@ def _initial(system, spec: dict):
         raise InputError("initial.random", f"unknown keys {sorted(unknown)}",
                          f"use {sorted({'count', 'seed', *system.level_set_keys})}")  # fmt: skip
     count = _validate.count("initial.random.count", random.pop("count", 1))
-    rng = np.random.default_rng(_validate.count("initial.random.seed", random.pop("seed", 0), 0))
-    return system.sample_level_set(rng, count, {**spec, **random})
+    seed = _validate.count("initial.random.seed", random.pop("seed", 0), 0)
+    if fits is not None:  # one state first: the sample's size is checked before it is drawn
+        fits(system.sample_level_set(np.random.default_rng(seed), 1, {**spec, **random}), count)
+    return system.sample_level_set(np.random.default_rng(seed), count, {**spec, **random})
 
 
 def tasks(exp: Experiment) -> list[tuple]:
@@ -265,12 +273,13 @@ def sweep(
     return _assemble(exp, results)
 
 
-def footprint(exp: Experiment) -> resources.Footprint:
+def footprint(exp: Experiment, count: int | None = None) -> resources.Footprint:
     """Memory and disk of the experiment's dataset (every sample of every run, with its
-    invariants), estimated before any task runs."""
+    invariants), estimated before any task runs; ``count``: the number of initial states
+    when ``exp.initial`` holds only the first."""
     first = _build_first(exp)
-    count = jax.tree.leaves(exp.initial)[0].shape[0]
-    runs = count * len(exp.integrators) * len(exp.h) * int(np.prod([len(v) for v in
+    members = jax.tree.leaves(exp.initial)[0].shape[0] if count is None else count
+    runs = members * len(exp.integrators) * len(exp.h) * int(np.prod([len(v) for v in
                                                                    exp.grid.values()]))  # fmt: skip
     one = jax.tree.map(lambda a: np.asarray(a)[0], exp.initial)
     per_run = resources.footprint(first, one, exp.steps, exp.save_every, dtype=exp.dtype)

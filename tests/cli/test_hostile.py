@@ -4,6 +4,7 @@ that claims to be complete when it is not", tested with hypothesis."""
 
 import json
 import os
+from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
@@ -13,7 +14,9 @@ from hypothesis import strategies as st
 
 import mechint as mi
 from mechint import io
+from mechint.errors import SpecialCaseWarning
 from tests.cli.helpers import invoke
+from tests.conftest import load_module
 
 RUN = [
     "run",
@@ -376,6 +379,11 @@ def test_out_that_is_not_a_plain_file_path(tmp_path, capsys):
         code, _, err = invoke([*RUN, "--x0", "0.45,0,0.89", "--out", str(out)], capsys)
         assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
     assert not target.exists()
+    demo = tmp_path / "demo"
+    demo.mkdir()
+    os.mkfifo(demo / "summary.txt")
+    code, _, err = invoke(["demo", "--out", str(demo)], capsys)
+    assert code == 2 and "not a regular file" in err, err
 
 
 @pytest.mark.parametrize("value", ["yes", [1, 2], float("nan")], ids=["text", "array", "nan"])
@@ -426,3 +434,93 @@ def test_a_truncated_segment_and_newlines_in_a_message(tmp_path, capsys):
     code, _, err = invoke([*argv[:-4], "--steps", "200", "--out", str(out), "--resume"], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert cli._oneline(mi.InputError("x", "a\nb\n\nc")) == "x: a b c"
+
+
+def _inflate(src, dst, dim: str, n: int) -> None:
+    """The attack benchmark's crafted file (``benchmarks/attack.py``: ``inflate``)."""
+    attack = load_module("attack", Path(__file__).resolve().parents[2] / "benchmarks" / "attack.py")
+    attack.inflate(src, dst, dim, n)
+
+
+def test_a_crafted_file_declaring_more_than_it_stores_is_refused_before_reading(tmp_path, capsys):
+    """Issue 36: a 15 kB .nc declaring 10¹¹ samples kept ``run --resume`` busy for hours
+    (every fill value read before the checksum), a crafted sweep ended in a MemoryError
+    (2.18 TiB); both are refused from the headers, as is a segment compressed into a zip
+    bomb."""
+    import zipfile
+
+    from mechint.runfile import segment_dir
+
+    run = [*RUN[:-3], "--steps", "100", "--x0", "0.45,0,0.89", "--quiet"]
+    assert invoke([*run, "--out", str(tmp_path / "r.nc")], capsys)[0] == 0
+    _inflate(tmp_path / "r.nc", tmp_path / "big.nc", "time", 10**11)
+    code, _, err = invoke([*run, "--out", str(tmp_path / "big.nc"), "--resume"], capsys)
+    assert code == 2 and "declares more data than it stores" in err, err
+    toml = tmp_path / "e.toml"
+    toml.write_text(TOML.format(h="[0.01, 0.02]", integrators='["kahan"]', extra=""))
+    assert invoke(["sweep", str(toml), "--out", str(tmp_path / "s.nc")], capsys)[0] == 0
+    _inflate(tmp_path / "s.nc", tmp_path / "bigs.nc", "sample", 10**11)
+    code, _, err = invoke(["sweep", str(toml), "--out", str(tmp_path / "bigs.nc"), "--resume"],
+                          capsys)  # fmt: skip
+    assert code == 2 and "declares more data than it stores" in err, err
+    # a segment whose member is deflated (what np.savez never writes): refused unopened
+    segment_dir(tmp_path / "r.nc").mkdir(exist_ok=True)
+    bomb = segment_dir(tmp_path / "r.nc") / f"{101:020d}.npz"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("a/time.npy", b"\0" * 10**6)
+    code, _, err = invoke([*run[:-1], "--out", str(tmp_path / "r.nc"), "--resume"], capsys)
+    assert code == 2 and "compressed or larger than the file" in err, err
+
+
+def test_a_random_sample_too_large_is_refused_before_it_is_drawn(tmp_path, capsys, monkeypatch):
+    """Issue 36: ``[initial.random] count = 1e8`` was refused after 28 s at 8.8 GB, with
+    the advice "save_every 10", which equals the steps already; 1e9 was an internal error.
+    The count is checked from one drawn state, and where no save interval helps the error
+    names the count."""
+    from mechint.systems.euler_top import EulerTop
+
+    drawn = []
+    original = EulerTop.sample_level_set
+    monkeypatch.setattr(EulerTop, "sample_level_set",
+                        lambda self, rng, count, spec: drawn.append(count) or original(
+                            self, rng, count, spec))  # fmt: skip
+    path = tmp_path / "r.toml"
+    for count in ("100000000", "1e9"):
+        random = f"m = [0.45, 0, 0.89]\n[initial.random]\ncount = {count}"
+        path.write_text(TOML.format(h="0.01", integrators='["kahan"]', extra="").replace(
+            "m = [[0.45, 0, 0.89]]", random))  # fmt: skip
+        monkeypatch.setattr("mechint.resources.available_memory", lambda: 8 * 10**9)
+        code, _, err = invoke(["sweep", str(path), "--out", str(tmp_path / "s.nc")], capsys)
+        assert code == 2 and "initial.random.count" in err and "save_every" not in err, err
+        assert "first and the last state would still not fit" in err
+    assert drawn == [1, 1]
+
+
+def test_a_platform_jax_cannot_start_is_one_line(capsys, monkeypatch):
+    """Issue 36: JAX_PLATFORMS=cuda on a machine without a GPU was an internal error (a
+    bare AssertionError inside JAX)."""
+    import jax
+
+    def no_gpu():
+        raise AssertionError
+
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda")
+    monkeypatch.setattr(jax, "devices", no_gpu)
+    code, _, err = invoke([*RUN, "--x0", "0.45,0,0.89", "--out", "o.nc"], capsys)
+    assert code == 2 and err.startswith("mechint run: error: JAX_PLATFORMS: JAX cannot start")
+    assert "'cuda'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_heavy_top_with_lagrange_numbers_says_so_in_one_line(tmp_path, capsys):
+    """The command runs it and notes the Lagrange case on one line of stderr."""
+    from mechint.cli import main as cli
+
+    argv = ["run", "--system", "heavy-top", "--inertia", "1,1,0.5", "--chi", "0,0,1", "--m0",
+            "0.1,0.2,1", "--gamma0", "0.3,0,0.95", "--integrator", "kahan", "--h", "0.01",
+            "--steps", "10", "--quiet", "--out", str(tmp_path / "o.nc")]  # fmt: skip
+    with pytest.warns(mi.SpecialCaseWarning) as caught:
+        code, _, err = invoke(argv, capsys)
+    assert code == 0, err
+    line = cli._note("run")(caught[0].message, SpecialCaseWarning, "f.py", 1)
+    assert line.startswith("mechint run: note: HeavyTop(") and "LagrangeTop" in line
+    assert line.count("\n") == 1 and line.endswith("\n")

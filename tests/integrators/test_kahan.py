@@ -113,3 +113,29 @@ def test_singular_kahan_matrix_stops_the_run_with_step_and_residual():
     assert "singular" in str(failure) and "step 1" in str(failure)
     assert len(failure.trajectory.t) == 1  # x0 is kept
     assert np.array_equal(failure.last_state, m)
+
+
+def test_a_state_that_overflows_is_not_finite_not_singular():
+    """Issue 36: a float32 state whose terms overflow used to fail as "singular" with
+    |det| as residual; it is NON_FINITE (residual inf), in the closed-form Euler-top step
+    and in the general quadratic solve (the heavy top), while a truly singular step stays
+    SINGULAR."""
+    from mechint.maps import Reason
+
+    top = mi.systems.EulerTop((2.0, 1.0, 0.6667))
+    heavy = mi.systems.HeavyTop((2.0, 1.0, 0.6667), (3e38, 0, 0))  # γ × χ overflows
+    for system, x in ((top, np.array([1e19, 0, 1e19])),
+                      (heavy, (np.array([0.45, 0, 0.89]), np.array([0.0, 10, 0])))):  # fmt: skip
+        with pytest.raises(mi.StepFailure) as info:
+            mi.simulate(system, mi.integrators.Kahan(), x, 0.01, 10, dtype="float32")
+        assert info.value.code == Reason.NON_FINITE and info.value.residual == np.inf
+        assert info.value.failure is not None
+        assert info.value.failure["reason"].tolist() == "non-finite"
+    # m along axis i with det = 1 − (h/2)² a_j a_k m_i² = 0: singular, residual |det|
+    a = np.asarray(top.euler_coefficients())
+    i = next(i for i in range(3) if a[(i + 1) % 3] * a[(i + 2) % 3] > 0)
+    h = 0.01
+    m = np.zeros(3)
+    m[i] = np.sqrt(1 / (0.25 * h * h * a[(i + 1) % 3] * a[(i + 2) % 3]))
+    _, st = mi.integrators.Kahan().step(top, m, h)
+    assert not st.ok and int(st.reason) == Reason.SINGULAR and np.isfinite(st.residual)

@@ -266,3 +266,22 @@ def test_cli_runs_checks_and_writes_the_heavy_tops(tmp_path, capsys):
                            "--integrator", "midpoint", "--h", "0.01", "--steps", "10",
                            "--out", str(tmp_path / "k.nc")], capsys)  # fmt: skip
     assert code == 2 and "--inertia" in err and len(err.strip().splitlines()) == 1
+
+
+def test_lagrange_and_kovalevskaya_numbers_point_to_their_systems():
+    """Issue 36: a HeavyTop whose numbers are the Lagrange case used the general split
+    (m3 drifts) without a word; it warns, naming LagrangeTop (or KovalevskayaTop), and
+    the axes to relabel when the symmetry axis is not the third.  Any other top, and the
+    Euler top (χ = 0), is quiet."""
+    import warnings
+
+    cases = {((1, 1, 0.5), (0, 0, 1)): "LagrangeTop", ((0.5, 1, 1), (2, 0, 0)): "axis 1",
+             ((2, 2, 1), (1, 0.3, 0)): "KovalevskayaTop"}  # fmt: skip
+    for (inertia, chi), words in cases.items():
+        with pytest.warns(mi.SpecialCaseWarning, match=words):
+            mi.systems.HeavyTop(inertia, chi)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mi.systems.HeavyTop((1, 2, 3), (0, 0, 1))
+        mi.systems.HeavyTop((1, 1, 0.5), (0, 0, 0))
+        mi.systems.HeavyTop((1, 1, 0.5), (0.1, 0, 1))

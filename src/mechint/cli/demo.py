@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mechint.demo import run_demo
+from mechint import io
+from mechint.demo import DEMO_FILES, run_demo
 from mechint.errors import InputError
 
 
@@ -30,6 +31,8 @@ def handle(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError("--out", f"cannot create folder {str(out)!r}: {exc.strerror}") from None
+    for name in DEMO_FILES:  # a FIFO or a link among them would block or stray
+        io.check_writable(out / name, "--out", {Path(name).suffix: "demo"})
     result = run_demo(out)
     print(result["summary"], end="")
     print(f"wrote {out.resolve()}")

@@ -11,6 +11,7 @@ import os
 import re
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 
@@ -86,7 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     np.seterr(all="ignore")
     parser = build_parser()
     args = parser.parse_args(negative_values(sys.argv[1:] if argv is None else list(argv)))
+    # a warning (a system's numbers that are a special case) is one line too
+    shown, warnings.formatwarning = warnings.formatwarning, _note(args.command)
     try:
+        _backend()
         code = args.handler(args)
     except InputError as exc:  # one line, whatever a crafted file's text holds
         print(f"mechint {args.command}: error: {_oneline(exc, 1000)}", file=sys.stderr)
@@ -107,7 +111,33 @@ def main(argv: list[str] | None = None) -> int:
               f"{_oneline(exc)} (please report it; MECHINT_DEBUG=1 shows the traceback)",
               file=sys.stderr)  # fmt: skip
         code = 1
+    finally:
+        warnings.formatwarning = shown
     sys.exit(code)
+
+
+def _note(command: str):
+    """``warnings.formatwarning`` for the command: one line, ``mechint <command>: note:``."""
+
+    def line(message, *_args, **_kwargs) -> str:
+        return f"mechint {command}: note: {_oneline(Exception(message), 1000)}\n"
+
+    return line
+
+
+def _backend() -> None:
+    """JAX's platform starts (``JAX_PLATFORMS=cuda`` on a machine without a GPU fails
+    inside JAX with a bare AssertionError or RuntimeError): else InputError naming it."""
+    import jax
+
+    try:
+        jax.devices()
+    except Exception as exc:  # JAX raises AssertionError or RuntimeError
+        wanted = os.environ.get("JAX_PLATFORMS") or os.environ.get("JAX_PLATFORM_NAME") or ""
+        why = f": {_oneline(exc)}" if str(exc).strip() else " (no such device here)"
+        raise InputError("JAX_PLATFORMS", f"JAX cannot start the platform {wanted!r} on this "
+                         f"machine: {type(exc).__name__}{why}", "unset it, or set "
+                         "JAX_PLATFORMS=cpu") from None  # fmt: skip
 
 
 def _oneline(exc: BaseException, most: int = 300) -> str:

@@ -120,7 +120,8 @@ def prepare(args: argparse.Namespace) -> tuple[Plan, Path, Path | None]:
                                    streamed=True)  # fmt: skip
     # a resumed run replaces what is on disk: its file and segments are space it has
     resources.require_fits(estimate, steps, plan.save_every, out,
-                           replaces=_on_disk(out) if args.resume else 0)  # fmt: skip
+                           replaces=_on_disk(out) if args.resume else 0,
+                           members="--x0")  # fmt: skip
     return plan, out, plot
 
 

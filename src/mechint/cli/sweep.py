@@ -63,7 +63,8 @@ def handle(args: argparse.Namespace) -> int:
     every = parsing.nonnegative_float("--checkpoint-every", args.checkpoint_every)
     experiment = sweeps.load(args.experiment)
     resources.require_fits(sweeps.footprint(experiment), experiment.steps,
-                           experiment.save_every, out, parameter="save_every")  # fmt: skip
+                           experiment.save_every, out, parameter="save_every",
+                           members="initial")  # fmt: skip
     with guard.exclusive(out):
         if not args.resume and not args.overwrite:
             guard.keep_unfinished(out)
@@ -117,6 +118,11 @@ def _sweep(args, experiment, out, every, previous) -> int:
 def _previous(out, experiment):
     if not out.is_file():
         raise InputError("--resume", f"no sweep to continue at {str(out)!r}")
+    io.check_stored(out, "--resume")  # before a byte of data is read
+    if (io.saved_attrs(out) or {}).get("experiment") != sweeps.experiment_key(experiment):
+        raise InputError(
+            "--resume", f"{str(out)!r} holds another experiment", "run it again without --resume"
+        )
     try:
         import xarray as xr  # imported when used (see io.to_dataset)
 
@@ -124,10 +130,6 @@ def _previous(out, experiment):
             ds = ds.load()
     except (OSError, ValueError) as exc:
         raise InputError("--resume", f"cannot read {str(out)!r}: {exc}") from None
-    if ds.attrs.get("experiment") != sweeps.experiment_key(experiment):
-        raise InputError(
-            "--resume", f"{str(out)!r} holds another experiment", "run it again without --resume"
-        )
     if ds.attrs.get("checksum") != sweeps.checksum(ds):
         raise InputError("--resume", f"{str(out)!r} was changed after it was written (its data "
                          "or record disagree with its checksum)", "run it again with "

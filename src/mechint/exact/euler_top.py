@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechint import special
-from mechint._validate import real_array, rotations
+from mechint._validate import real_array, rotations, traced
 from mechint.errors import InputError
 from mechint.lie import so3
 
@@ -45,13 +45,30 @@ def euler_top(system, m0, t) -> np.ndarray:
 
     ``m0``: (3,) or a batch (B, 3); ``t``: times (any shape, any sign).  Returns an array of
     shape ``t.shape + (3,)`` (or ``(B,) + t.shape + (3,)``).  One compiled function serves
-    every state and time (``flow`` is its traceable form)."""
+    every state and time (``flow``, ``mi.exact.euler_top_flow``, is its traceable form)."""
+    _untraced("euler_top", "euler_top_flow", m0=m0, t=t)
     inertia = np.asarray(system.inertia, dtype=float)
     m0, batched = system.validate_state(m0, "m0")
     t = real_array("t", t)
     rows = m0 if batched else m0[None]
     out = _evaluate(_batched, jnp.asarray(inertia), rows, None, t)[0]
     return out if batched else out[0]
+
+
+def _untraced(name: str, traceable: str, **arrays) -> None:
+    """The host functions (validated, compiled once, returning NumPy) cannot run on traced
+    values: InputError pointing to the traceable form instead of JAX's TypeError."""
+    for key, value in arrays.items():
+        if any(traced(leaf) for leaf in jax.tree.leaves(value)):
+            raise InputError(key, f"is traced (inside jax.jit, vmap or grad), and "
+                             f"mi.exact.{name} validates and evaluates on the host",
+                             f"call its traceable form mi.exact.{traceable}(system, m0, ...) "
+                             "there")  # fmt: skip
+
+
+def _inertia(system):
+    """The moments of an Euler top ``system``, or ``system`` itself when it is an array."""
+    return jnp.asarray(getattr(system, "inertia", system))
 
 
 def _evaluate(fn, inertia, rows, g0s, t):
@@ -83,15 +100,17 @@ def _bucket(n: int, least: int = 8) -> int:
     return max(least, 1 << max(0, (n - 1).bit_length()))
 
 
-def flow(inertia, m0, t):
-    """The exact flow m0 ↦ m(t) for one state (3,) and one time: pure JAX, traceable under
-    jit, vmap and grad (in m0, t and the inertia).  No validation."""
-    return _solution(jnp.asarray(inertia), jnp.asarray(m0), jnp.asarray(t))
+def flow(system, m0, t):
+    """The exact flow m0 ↦ m(t) of the Euler top ``system`` (or of its principal moments
+    given as an array) for one state (3,) and one time: pure JAX, traceable under jit,
+    vmap and grad (in m0, t and the inertia).  No validation."""
+    return _solution(_inertia(system), jnp.asarray(m0), jnp.asarray(t))
 
 
 def regime(system, m0) -> str:
     """'stationary', 'spherical', 'symmetric', 'about-largest', 'about-smallest' or
     'separatrix': the case of the exact solution that applies to ``m0``."""
+    _untraced("regime", "euler_top_flow", m0=m0)
     inertia = np.asarray(system.inertia, dtype=float)
     m0, batched = system.validate_state(m0, "m0")
     if batched:
@@ -157,13 +176,26 @@ def _setup(I, m) -> _Setup:
     return _Setup(perm, Is, ms, _rates(Is), B, code, parity)
 
 
+def _unit(I, m, t):
+    """The problem at unit scale: I/2^a, m/2^b, t·2^(b−a) with 2^a, 2^b the binary scales
+    of the largest moment and the largest |m_i| (powers of two, so exact).  The motion is
+    scale-covariant, m(t; sI, r m0) = r m(r t/s; I, m0), and every product of the solution
+    (m², the double-double separatrix distance, the rates) stays far from overflow and
+    underflow at any scale of I and m0 float64 holds.  Returns (I, m, t, 2^b)."""
+    a = jnp.frexp(jnp.max(jnp.abs(I)))[1]
+    b = jnp.frexp(jnp.max(jnp.abs(m)))[1]  # 0 for m = 0
+    return jnp.ldexp(I, -a), jnp.ldexp(m, -b), jnp.ldexp(t, b - a), jnp.ldexp(jnp.ones_like(t), b)
+
+
 def _regime_code(I, m):
+    I, m, _, _ = _unit(I, m, jnp.zeros((), m.dtype))
     return _setup(I, m).code
 
 
 def _solution(I, m, t):
+    I, m, t, scale = _unit(I, m, t)
     st = _setup(I, m)
-    return _state(I, m, t, st, _circulating(st, st.parity * t))
+    return scale * _state(I, m, t, st, _circulating(st, st.parity * t))
 
 
 def _state(I, m, t, st: _Setup, y):
@@ -287,6 +319,7 @@ def euler_top_attitude(system, m0, g0, t) -> tuple[np.ndarray, np.ndarray]:
     g(t) = g0 P(0)ᵀ R_3(ψ(t)) P(t) with ψ' = G (m_i²/I_i + m_j²/I_j)/(m_i² + m_j²), whose
     integral is an elliptic integral of the third kind (Celledoni, Fassò, Säfström, Zanna
     2008).  Symmetric and spherical bodies and equilibria use the closed forms."""
+    _untraced("euler_top_attitude", "euler_top_attitude_flow", m0=m0, g0=g0, t=t)
     inertia = np.asarray(system.inertia, dtype=float)
     m0, batched = system.validate_state(m0, "m0")
     t = real_array("t", t)
@@ -296,10 +329,11 @@ def euler_top_attitude(system, m0, g0, t) -> tuple[np.ndarray, np.ndarray]:
     return (m, gt) if batched else (m[0], gt[0])
 
 
-def attitude_flow(inertia, m0, g0, t):
-    """(m0, g0) ↦ (m(t), g(t)) for one state and one time: pure JAX (jit, vmap, grad)."""
-    inertia, m0, g0, t = (jnp.asarray(v) for v in (inertia, m0, g0, t))
-    return _attitude(inertia, m0, g0, t)
+def attitude_flow(system, m0, g0, t):
+    """(m0, g0) ↦ (m(t), g(t)) of the Euler top ``system`` (or its principal moments as an
+    array) for one state and one time: pure JAX (jit, vmap, grad)."""
+    m0, g0, t = (jnp.asarray(v) for v in (m0, g0, t))
+    return _attitude(_inertia(system), m0, g0, t)
 
 
 def _rotation(w):
@@ -336,6 +370,7 @@ def _frame(m, c):
 
 def _attitude(I, m, g0, t):
     """(m(t), g(t)): the state and the attitude from one evaluation of the solution."""
+    I, m, t, scale = _unit(I, m, t)
     st = _setup(I, m)
     perm, Is, ms, B, code = st.perm, st.Is, st.ms, st.B, st.code
     y, psi = _circulating(st, st.parity * t, with_angle=True)
@@ -361,7 +396,7 @@ def _attitude(I, m, g0, t):
         [uniform, symmetric],
         general,
     )
-    return _state(I, m, t, st, y), g
+    return scale * _state(I, m, t, st, y), g
 
 
 @jax.jit

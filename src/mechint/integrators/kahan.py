@@ -70,13 +70,28 @@ def solve_quadratic(Q, B, c, x, h) -> tuple[Any, maps.StepStatus]:
     n = x.shape[-1]
     A = jnp.eye(n, dtype=x.dtype) - h * jnp.einsum("ijk,j->ik", Q, x) - (0.5 * h) * B
     rhs = x + (0.5 * h) * (B @ x) + h * c
-    x_next = solve(A, rhs)
-    r = jnp.max(jnp.abs(A @ x_next - rhs)) / (
-        jnp.max(jnp.sum(jnp.abs(A), axis=-1)) * jnp.max(jnp.abs(x_next)) + jnp.max(jnp.abs(rhs))
+    # solved for rhs / 2^e (|rhs / 2^e| < 1, the same bits scaled): the backward error
+    # cannot overflow, and a solution that is not finite at this scale is a singular
+    # system, while one that overflows only when scaled back is a state too large
+    e = jnp.frexp(jnp.max(jnp.abs(rhs)))[1]
+    unit = jnp.ldexp(rhs, -e)
+    y = solve(A, unit)
+    x_next = jnp.ldexp(y, e)
+    r = jnp.max(jnp.abs(A @ y - unit)) / (
+        jnp.max(jnp.sum(jnp.abs(A), axis=-1)) * jnp.max(jnp.abs(y)) + jnp.max(jnp.abs(unit))
     )
     # a backward error above √eps (1.5e-8 in float64) is a singular system
-    ok = jnp.all(jnp.isfinite(x_next)) & (r < jnp.sqrt(jnp.finfo(x.dtype).eps))
-    return x_next, maps.status(ok, jnp.where(jnp.isfinite(r), r, jnp.inf), maps.Reason.SINGULAR)
+    regular = jnp.all(jnp.isfinite(y)) & (r < jnp.sqrt(jnp.finfo(x.dtype).eps))
+    ok = regular & jnp.all(jnp.isfinite(x_next))
+    finite = jnp.all(jnp.isfinite(A)) & jnp.all(jnp.isfinite(rhs)) & ~regular
+    return x_next, _status(ok, finite, jnp.where(jnp.isfinite(r), r, jnp.inf))
+
+
+def _status(ok, singular, residual) -> maps.StepStatus:
+    """A failure is SINGULAR where ``singular`` (the step's terms finite, its system
+    singular), else NON_FINITE (residual inf: a term or the new state overflowed)."""
+    reason = jnp.where(singular, maps.Reason.SINGULAR, maps.Reason.NON_FINITE)
+    return maps.StepStatus(ok, jnp.where(singular, residual, jnp.inf), reason.astype(jnp.int32))
 
 
 def euler_top_step(
@@ -87,7 +102,8 @@ def euler_top_step(
     With ε = h/2, p, q, r = ε a1, ε a2, ε a3, s1 = q r m1², s2 = p r m2², s3 = p q m3²,
     t = 2 p q r m1 m2 m3 and det = 1 − s1 − s2 − s3 − t:
     m1' = (m1 (1 + s2 + s3 − s1) + 2 p m2 m3)/det, and cyclically.  The step fails
-    (SINGULAR) when |det| is within 64 ulp of the size of its terms."""
+    (SINGULAR) when |det| is within 64 ulp of the size of its terms, or (NON_FINITE)
+    when a term or the new state overflows."""
     eps = 0.5 * h
     p, q, r = eps * a[0], eps * a[1], eps * a[2]
     m1, m2, m3 = m[..., 0], m[..., 1], m[..., 2]
@@ -104,7 +120,7 @@ def euler_top_step(
     )
     m_next = num / det[..., None]
     scale = 1.0 + jnp.abs(s1) + jnp.abs(s2) + jnp.abs(s3) + jnp.abs(t)
-    ok = (jnp.abs(det) > _SINGULAR_ULPS * jnp.finfo(det.dtype).eps * scale) & jnp.all(
-        jnp.isfinite(m_next), axis=-1
-    )
-    return m_next, maps.status(ok, jnp.abs(det), maps.Reason.SINGULAR)
+    regular = jnp.abs(det) > _SINGULAR_ULPS * jnp.finfo(det.dtype).eps * scale
+    finite = jnp.all(jnp.isfinite(m_next), axis=-1)
+    ok = regular & finite
+    return m_next, _status(ok, jnp.isfinite(scale) & ~(regular & ~finite), jnp.abs(det))

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import warnings
 from typing import Any, ClassVar, final
 
 import jax.numpy as jnp
@@ -41,7 +42,7 @@ from jaxtyping import Array, Float
 from mechint import maps
 from mechint._pytree import register_pytree
 from mechint._validate import positive_vector, real_array, shown, traced
-from mechint.errors import InputError
+from mechint.errors import InputError, SpecialCaseWarning
 from mechint.lie import hat, so3
 from mechint.systems import rigid
 from mechint.systems.base import (
@@ -275,6 +276,29 @@ class AbstractHeavyTop(
         return state_pair(name, x, ("m", vector), ("gamma", vector))
 
 
+def _special_case(inertia, chi) -> str:
+    """What the numbers are, when they are the Lagrange or the Kovalevskaya case (about
+    any axis, within ``_CASE_RTOL``), with the system that keeps its third integral; ''
+    otherwise."""
+    tol, scale = _CASE_RTOL * float(np.max(inertia)), float(np.max(np.abs(chi)))
+    if scale == 0:  # the Euler top
+        return ""
+    for c in range(3):
+        a, b = (c + 1) % 3, (c + 2) % 3
+        relabel = "" if c == 2 else f" (relabel the axes so that axis {c + 1} is the third)"
+        if abs(inertia[a] - inertia[b]) > tol:
+            continue
+        if max(abs(chi[a]), abs(chi[b])) <= _CASE_RTOL * scale:
+            return ("the Lagrange case (two equal moments, the centre of mass on the third "
+                    "axis): mi.systems.LagrangeTop (lagrange-top) keeps m3 exactly in its "
+                    f"natural split and reports it{relabel}")  # fmt: skip
+        if abs(inertia[a] - 2 * inertia[c]) <= tol and abs(chi[c]) <= _CASE_RTOL * scale:
+            return ("the Kovalevskaya case (I1 = I2 = 2 I3, the centre of mass in the "
+                    "equatorial plane): mi.systems.KovalevskayaTop (kovalevskaya-top) reports "
+                    f"Kovalevskaya's integral{relabel}")  # fmt: skip
+    return ""
+
+
 @final
 @register_pytree(data=("inertia", "chi"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False, repr=False)
@@ -287,6 +311,12 @@ class HeavyTop(AbstractHeavyTop):
     name: ClassVar[str] = "heavy-top"
 
     def _case(self, inertia, chi):
+        if not (traced(inertia) or traced(chi)):
+            special = _special_case(np.asarray(inertia, float), np.asarray(chi, float))
+            if special:
+                warnings.warn(f"HeavyTop(inertia={shown(inertia)}, chi={shown(chi)}) is "
+                              f"{special}; HeavyTop treats it as any top (its third integral "
+                              "drifts by O(h^p))", SpecialCaseWarning, stacklevel=3)  # fmt: skip
         return inertia, chi
 
     def extra_integrals(self, x) -> dict[str, Float[Array, ...]]:
