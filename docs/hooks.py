@@ -31,6 +31,7 @@ QUICK = os.environ.get("MECHINT_DOCS_QUICK") == "1"
 GALLERY = {
     "quickstart": None,
     "kahan_theorem": "out",
+    "kahan_integrability": "out",
     "suris_theorems": None,
     "marsden_examples": None,
     "ge_marsden": "out",
@@ -171,6 +172,7 @@ API = {
             "mechint.InputError",
             "mechint.StepFailure",
             "mechint.UnsupportedError",
+            "mechint.SpecialCaseWarning",
         ],
     ),
     "systems": ("Systems", "The models: each a frozen JAX pytree that carries its facts.",

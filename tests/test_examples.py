@@ -32,6 +32,18 @@ def test_kahan_theorem(tmp_path):
     assert (tmp_path / "k.png").stat().st_size > 10_000
 
 
+def test_kahan_integrability(tmp_path):
+    """The report's quick rows: the Euler top's two relations for Kahan and the flow; the
+    control (a heavy top off its integrable cases): the flow keeps three, Kahan none."""
+    rows = _load("kahan_integrability").main(quick=True, out=str(tmp_path / "k.png"))
+    dims = {r["system"]: (r["kahan"].dimension, r["flow"].dimension) for r in rows}
+    assert dims == {"Euler top": (2, 2), "heavy top (control)": (0, 3)}
+    for r in rows:
+        for found in (r["kahan"], r["flow"]):
+            assert found.dimension == 0 or (min(found.gap) > 1e6 and all(found.verified))
+    assert (tmp_path / "k.png").stat().st_size > 10_000
+
+
 def test_suris_theorems():
     for r in _load("suris_theorems").main(quick=True):
         assert r["poisson"] < 1e-12

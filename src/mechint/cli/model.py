@@ -137,6 +137,14 @@ def relabel_state(fn, *a):
         raise InputError(f"--{exc.parameter}", exc.problem, exc.fix) from None
 
 
+def states_or_example(args: argparse.Namespace, system: System):
+    """The state or batch the options give, or ``system.example_state()``."""
+    given = _given_state(args, system)
+    if not given:
+        return system.example_state()
+    return relabel_state(system.state_from_options, given, None)
+
+
 def one_state(args: argparse.Namespace, system: System):
     """The state the options give (one, not a batch), or ``system.example_state()``."""
     given = _given_state(args, system)

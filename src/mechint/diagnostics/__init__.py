@@ -1,5 +1,6 @@
 """Measurements of a run or a map: invariant errors and drift, one-step structural
-defects and their scaling in h, observed order, power-law fits."""
+defects and their scaling in h, observed order, power-law fits, integrals found from
+orbits (``find_integrals``)."""
 
 from mechint.diagnostics.comparison import Comparison, compare, reference_state
 from mechint.diagnostics.defects import (
@@ -12,11 +13,13 @@ from mechint.diagnostics.defects import (
     reversibility_defect,
 )
 from mechint.diagnostics.fit import PowerLaw, fit_power_law
+from mechint.diagnostics.integrals import Integrals, find_integrals, monomials
 from mechint.diagnostics.invariants import invariant_errors, preserved_errors
 from mechint.diagnostics.order import InvariantDrift, OrderFit, drift, observed_order
 from mechint.diagnostics.report import PropertyCheck, check
 from mechint.diagnostics.structure import (
     jacobian,
+    measure_defect,
     poisson_defect,
     poisson_defects,
     symplectic_defect,
@@ -26,6 +29,7 @@ from mechint.diagnostics.structure import (
 __all__ = [
     "Comparison",
     "DefectScaling",
+    "Integrals",
     "InvariantDrift",
     "OrderFit",
     "PowerLaw",
@@ -37,10 +41,13 @@ __all__ = [
     "defect_exponent",
     "drift",
     "energy_defect",
+    "find_integrals",
     "fit_power_law",
     "invariant_errors",
     "jacobian",
+    "measure_defect",
     "momentum_defect",
+    "monomials",
     "observed_order",
     "poisson_defect",
     "poisson_defects",

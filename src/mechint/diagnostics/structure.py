@@ -87,3 +87,21 @@ def symplectic_defect(system: System, integrator: Integrator, x, h) -> float:
     values, st = symplectic_defects(system, integrator, x, [h])
     raise_if_failed([h], st)
     return float(values[0])
+
+
+def measure_defect(system: System, integrator: Integrator, x, h, density) -> float:
+    """|det DΦ(z) ρ(Φ(x)) − ρ(x)| / |ρ(x)| for one step of size h from the state x: zero
+    exactly when the measure ρ(z) dz (z the system's coordinates) is kept by the map at
+    x.  ``density``: a function of the state (one sample) returning ρ, e.g.
+    ``Kahan().invariant_density(system, h)``.  Fit its exponent over several h with
+    ``defect_exponent`` as for the other one-step defects."""
+    if not callable(density):
+        raise UnsupportedError("density", f"must be a function of the state, got {density!r}")
+    z, z1, D = jacobian(system, integrator, x, h)
+    system = _poisson(system)
+    before = float(np.asarray(density(system.from_coordinates(jnp.asarray(z)))))
+    after = float(np.asarray(density(system.from_coordinates(jnp.asarray(z1)))))
+    if not (np.isfinite(before) and np.isfinite(after)):
+        raise UnsupportedError("density", f"is not finite at the step's ends ({before}, {after})")
+    value = abs(float(np.linalg.det(D)) * after - before)
+    return value / abs(before) if before != 0.0 else value

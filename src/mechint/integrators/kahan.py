@@ -6,7 +6,12 @@ symmetric.  One linear solve a step:
 (𝟙 − h Q(x, ·) − (h/2) B) x' = x + (h/2) B x + h c,  Q(x, ·)_ik = Σ_j Q_ijk x_j.
 Every ``QuadraticVectorField`` is served (``QuadraticField``, ``LotkaVolterra``,
 ``EulerTop``, the heavy tops): the system gives its quadratic form, this module
-does the solve (``solve_quadratic``).  For the Euler top, with
+does the solve (``solve_quadratic``).  So is every Poisson system whose declared
+degrees make its field quadratic (``systems.base.field_degree``: a cubic H with a
+constant structure, Hénon–Heiles; a quadratic H with a linear one, the Clebsch top,
+the so(n) bodies, the gyrostat): z' = z + δ, (𝟙 − (h/2) f'(z)) δ = h f(z), the same
+map (``linearised_step``); on a cubic H with constant Π it keeps H̃ (``modified_energy``,
+``preserved`` key ``"H~"``) and a measure (``Kahan.invariant_density``).  For the Euler top, with
 ε = h/2 and (i, j, k) cyclic, (m_i' − m_i)/h = (a_i/2)(m_j' m_k + m_j m_k'), i.e.
 m' = (𝟙 − ε B(m))⁻¹ m with B(m) = [[0, a1 m3, a1 m2], [a2 m3, 0, a2 m1], [a3 m2, a3 m1, 0]]
 (Kahan 1993; "Kahan's integrator for the free rigid body"), solved in closed form
@@ -22,15 +27,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar, final
 
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from mechint import maps
 from mechint.maps import Integrator, StepStatus, Traits, serves_only
 from mechint.solvers.linear import solve
-from mechint.systems.base import QuadraticVectorField
+from mechint.systems.base import QuadraticVectorField, field_degree
 
-__all__ = ["Kahan", "euler_top_step", "solve_quadratic"]
+__all__ = ["Kahan", "euler_top_step", "linearised_step", "modified_energy", "solve_quadratic"]
 
 # |det| below this many ulps of its terms' magnitude counts as singular (Kahan's step).
 _SINGULAR_ULPS = 64.0
@@ -46,21 +52,121 @@ class Kahan(Integrator):
     traits = Traits(order=2, symmetric=True, explicit=False)
 
     def cannot_serve(self, system) -> str | None:
+        if isinstance(system, QuadraticVectorField):
+            return None
+        degree = field_degree(system)
+        if degree is not None and degree <= 2:
+            return None
         why = serves_only(system, (QuadraticVectorField,))
-        return None if why is None else "it is not a quadratic field; " + why
+        return ("it is not a quadratic field (nor a Poisson system whose declared energy "
+                "degree makes its field quadratic: H cubic with a constant structure, "
+                f"quadratic with a linear one); {why}")  # fmt: skip
 
-    def step(self, system: QuadraticVectorField, x, h) -> tuple[object, StepStatus]:
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        if not isinstance(system, QuadraticVectorField):  # a Poisson field of degree ≤ 2
+            z, st = linearised_step(_field(system), system.coordinates(x), h)
+            return system.from_coordinates(z), st
         a = system.euler_coefficients()
         if a is not None:
             return euler_top_step(a, x, h)
         z, st = solve_quadratic(*system.quadratic_form(), system.to_field(x), h)
         return system.from_field(z), st
 
-    def preserved(self, system: QuadraticVectorField, x, h) -> dict:
-        return system.kahan_integrals(x, h)
+    def preserved(self, system, x, h) -> dict:
+        if isinstance(system, QuadraticVectorField):
+            return system.kahan_integrals(x, h)
+        if system.constant_structure and system.energy_degree == 3:
+            return {"H~": modified_energy(system, x, h)}
+        return {}
+
+    def invariant_density(self, system, h):
+        """The density ρ of a measure ρ(z) dz that the map keeps on ``system`` (z its
+        coordinates), where one is known, else None.  A cubic H with a constant
+        structure: 1/det(𝟙 − (h/2) f'(z)) (Celledoni, McLachlan, Owren, Quispel 2013).
+        The Euler top, ṁ_i = a_i m_j m_k: 1/d_1², d_i = 1 − (h/2)² a_j a_k m_i² (any
+        d_i, or d_i d_j, alike: the ratios d_i/d_j are kept); the measure of Petrera and
+        Suris's study, found here by ``diagnostics.measure_defect`` among powers of d_i
+        and of det(𝟙 ∓ (h/2) f') and kept to round-off (tests)."""
+        if _is_euler_top(system):
+            a = system.euler_coefficients()
+
+            def euler(m):
+                d1 = 1.0 - (0.5 * h) ** 2 * a[1] * a[2] * m[..., 0] * m[..., 0]
+                return 1.0 / (d1 * d1)
+
+            return euler
+        if not (system.constant_structure and getattr(system, "energy_degree", 0) == 3):
+            return None
+        f = _field(system)
+
+        def density(x):
+            def one(z):
+                A = jnp.eye(z.shape[-1], dtype=z.dtype) - (0.5 * h) * jax.jacfwd(f)(z)
+                return 1.0 / jnp.linalg.det(A)
+
+            return jnp.vectorize(one, signature="(d)->()")(system.coordinates(x))
+
+        return density
 
     def poisson_on(self, system) -> bool:
         return isinstance(system, QuadraticVectorField) and system.kahan_poisson()
+
+
+def _field(system):
+    """z ↦ ż of ``system`` in its coordinates (one sample)."""
+
+    def f(z):
+        return system.coordinates(system.vector_field(system.from_coordinates(z)))
+
+    return f
+
+
+def _is_euler_top(system) -> bool:
+    return isinstance(system, QuadraticVectorField) and system.euler_coefficients() is not None
+
+
+def linearised_step(f, z, h) -> tuple[Any, maps.StepStatus]:
+    """Kahan's map for a quadratic field f given as a function: z' = z + δ with
+    (𝟙 − (h/2) f'(z)) δ = h f(z), the same map as the polarized form (f'(z) δ =
+    2 Q(z, δ) + B δ), solved for the increment δ."""
+    fz, J = f(z), jax.jacfwd(f)(z)
+    A = jnp.eye(z.shape[-1], dtype=z.dtype) - (0.5 * h) * J
+    delta, st = _solve(A, h * fz)
+    z_next = z + delta
+    finite = jnp.all(jnp.isfinite(z_next))
+    return z_next, maps.StepStatus(st.ok & finite, st.residual, st.reason)
+
+
+def modified_energy(system, x, h):
+    """H̃ = H + (h/3) ∇Hᵀ (𝟙 − (h/2) f')⁻¹ f, which Kahan's map keeps exactly for a cubic
+    H with a constant Poisson structure (Celledoni, McLachlan, Owren, Quispel 2013)."""
+    f = _field(system)
+
+    def one(z):
+        grad = jax.grad(lambda w: system.hamiltonian(system.from_coordinates(w)))(z)
+        A = jnp.eye(z.shape[-1], dtype=z.dtype) - (0.5 * h) * jax.jacfwd(f)(z)
+        return system.hamiltonian(system.from_coordinates(z)) + (h / 3.0) * grad @ solve(A, f(z))
+
+    z = system.coordinates(x)
+    return jnp.vectorize(one, signature="(d)->()")(z)
+
+
+def _solve(A, rhs) -> tuple[Any, maps.StepStatus]:
+    """A⁻¹ rhs solved for rhs / 2^e (|rhs / 2^e| < 1, the same bits scaled): the backward
+    error cannot overflow; a solution not finite at this scale, or a backward error above
+    √eps (1.5e-8 in float64), is a singular system (SINGULAR), one that overflows only
+    when scaled back, or whose terms overflowed, a state too large (NON_FINITE)."""
+    e = jnp.frexp(jnp.max(jnp.abs(rhs)))[1]
+    unit = jnp.ldexp(rhs, -e)
+    y = solve(A, unit)
+    out = jnp.ldexp(y, e)
+    r = jnp.max(jnp.abs(A @ y - unit)) / (
+        jnp.max(jnp.sum(jnp.abs(A), axis=-1)) * jnp.max(jnp.abs(y)) + jnp.max(jnp.abs(unit))
+    )
+    regular = jnp.all(jnp.isfinite(y)) & (r < jnp.sqrt(jnp.finfo(A.dtype).eps))
+    ok = regular & jnp.all(jnp.isfinite(out))
+    singular = jnp.all(jnp.isfinite(A)) & jnp.all(jnp.isfinite(rhs)) & ~regular
+    return out, _status(ok, singular, jnp.where(jnp.isfinite(r), r, jnp.inf))
 
 
 def solve_quadratic(Q, B, c, x, h) -> tuple[Any, maps.StepStatus]:
@@ -70,21 +176,7 @@ def solve_quadratic(Q, B, c, x, h) -> tuple[Any, maps.StepStatus]:
     n = x.shape[-1]
     A = jnp.eye(n, dtype=x.dtype) - h * jnp.einsum("ijk,j->ik", Q, x) - (0.5 * h) * B
     rhs = x + (0.5 * h) * (B @ x) + h * c
-    # solved for rhs / 2^e (|rhs / 2^e| < 1, the same bits scaled): the backward error
-    # cannot overflow, and a solution that is not finite at this scale is a singular
-    # system, while one that overflows only when scaled back is a state too large
-    e = jnp.frexp(jnp.max(jnp.abs(rhs)))[1]
-    unit = jnp.ldexp(rhs, -e)
-    y = solve(A, unit)
-    x_next = jnp.ldexp(y, e)
-    r = jnp.max(jnp.abs(A @ y - unit)) / (
-        jnp.max(jnp.sum(jnp.abs(A), axis=-1)) * jnp.max(jnp.abs(y)) + jnp.max(jnp.abs(unit))
-    )
-    # a backward error above √eps (1.5e-8 in float64) is a singular system
-    regular = jnp.all(jnp.isfinite(y)) & (r < jnp.sqrt(jnp.finfo(x.dtype).eps))
-    ok = regular & jnp.all(jnp.isfinite(x_next))
-    finite = jnp.all(jnp.isfinite(A)) & jnp.all(jnp.isfinite(rhs)) & ~regular
-    return x_next, _status(ok, finite, jnp.where(jnp.isfinite(r), r, jnp.inf))
+    return _solve(A, rhs)
 
 
 def _status(ok, singular, residual) -> maps.StepStatus:

@@ -41,6 +41,7 @@ from mechint.systems.flows import (
     SymmetricFreeFlow,
 )
 from mechint.systems.free_rigid_body import FreeRigidBody
+from mechint.systems.gyrostat import ZhukovskyVolterra
 from mechint.systems.heavy_top import (
     AbstractHeavyTop,
     HeavyTop,
@@ -72,6 +73,7 @@ SYSTEMS: dict[str, type[System]] = {
         HenonHeiles,
         LotkaVolterra,
         RigidBodies,
+        ZhukovskyVolterra,
     )
 }
 
@@ -134,6 +136,7 @@ __all__ = [
     "StateOption",
     "SymmetricFreeFlow",
     "System",
+    "ZhukovskyVolterra",
     "get",
     "potentials",
 ]

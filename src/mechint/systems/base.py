@@ -192,6 +192,24 @@ class PoissonSystem(HamiltonianSystem):
     @abc.abstractmethod
     def poisson_tensor(self, x, /) -> Float[Array, "... d d"]: ...
 
+    # True where Π is linear in z (a Lie–Poisson structure: the rigid bodies on so(n)
+    # and e(n), ``LiePoissonHamiltonian``): with H of degree d, the field has degree d
+    linear_structure: ClassVar[bool] = False
+
+
+def field_degree(system) -> int | None:
+    """The degree of ż = Π∇H as a polynomial in the coordinates, where the system
+    declares enough to know it: 2 for a ``QuadraticVectorField``; d − 1 for an H of
+    declared degree d with a constant Π, d with a linear Π; else None."""
+    if isinstance(system, QuadraticVectorField):
+        return 2
+    degree = getattr(system, "energy_degree", None)
+    if degree is None or not isinstance(system, PoissonSystem):
+        return None
+    if system.constant_structure:
+        return max(degree - 1, 0)
+    return degree if system.linear_structure else None
+
 
 class QuadraticVectorField(System):
     """ẋ = Q(x, x) + Bx + c in a vector z of the state (Q polarized): Kahan's domain.

@@ -48,11 +48,54 @@ class FreeTop(abc.ABC):
         """The state of body angular momentum m."""
 
 
+class AngularMomentum(PoissonSystem):
+    """The state of a body in its angular momentum m ∈ R³ on so(3)* (the Euler top, the
+    gyrostat): Π(m) = hat(m) (linear: a Lie–Poisson structure), the Casimir C = ½|m|²,
+    the state option x0, coordinates m itself."""
+
+    descriptions: ClassVar[dict[str, str]] = {"m": "body angular momentum", "C": "Casimir ½|m|²"}
+    state_options: ClassVar[tuple[StateOption, ...]] = (
+        StateOption("x0", "initial body angular momentum m: 3 numbers"),
+    )
+    state_fields = (("m", ("axis",)),)
+    energy_degree: ClassVar[int | None] = 2
+    linear_structure: ClassVar[bool] = True
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (3,)
+
+    @property
+    def quadratic_invariants(self) -> tuple[str, ...]:
+        return ("H", "C")
+
+    def casimirs(self, m: Float[Any, "... 3"]) -> dict[str, Float[Array, ...]]:
+        return {"C": 0.5 * jnp.sum(m * m, axis=-1)}
+
+    def invariants(self, m: Float[Any, "... 3"]) -> dict[str, Float[Array, ...]]:
+        return {"H": self.hamiltonian(m), **self.casimirs(m)}
+
+    def poisson_tensor(self, m: Float[Array, "... 3"]) -> Float[Array, "... 3 3"]:
+        return hat(m)
+
+    def coordinates(self, m: Float[Array, "... 3"]) -> Float[Array, "... 3"]:
+        return m
+
+    def from_coordinates(self, z: Float[Array, "... 3"]) -> Float[Array, "... 3"]:
+        return z
+
+    def example_state(self) -> np.ndarray:
+        return np.array([0.45, -0.3, 0.89])
+
+    def validate_state(self, x, name: str = "x0") -> tuple[np.ndarray, bool]:
+        return validate_vector_state(name, x, 3)
+
+
 @final
 @register_pytree(data=("inertia",))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class EulerTop(
-    PoissonSystem,
+    AngularMomentum,
     QuadraticVectorField,
     ExactSolution,
     LevelSetSampler,
@@ -71,28 +114,12 @@ class EulerTop(
     Any positive inertia is accepted, including two or three equal moments.
     """
 
-    descriptions: ClassVar[dict[str, str]] = {"m": "body angular momentum", "C": "Casimir ½|m|²"}
-
     inertia: Float[Array, " 3"]
 
     name: ClassVar[str] = "euler-top"
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
         Parameter("inertia", "principal moments I1,I2,I3", required=True, example="2,1,0.6667"),
     )
-    state_options: ClassVar[tuple[StateOption, ...]] = (
-        StateOption("x0", "initial body angular momentum m: 3 numbers"),
-    )
-    state_fields = (("m", ("axis",)),)
-
-    @property
-    def state_shape(self) -> tuple[int, ...]:
-        return (3,)
-
-    @property
-    def quadratic_invariants(self) -> tuple[str, ...]:
-        return ("H", "C")
-
-    energy_degree: ClassVar[int | None] = 2
 
     def __init__(self, inertia=(2.0, 1.0, 2.0 / 3.0)):
         object.__setattr__(self, "inertia", jnp.asarray(positive_vector("inertia", inertia, 3)))
@@ -114,21 +141,6 @@ class EulerTop(
 
     def hamiltonian(self, m: Float[Any, "... 3"]) -> Float[Array, ...]:
         return 0.5 * jnp.sum(m * m / self.inertia, axis=-1)
-
-    def casimirs(self, m: Float[Any, "... 3"]) -> dict[str, Float[Array, ...]]:
-        return {"C": 0.5 * jnp.sum(m * m, axis=-1)}
-
-    def invariants(self, m: Float[Any, "... 3"]) -> dict[str, Float[Array, ...]]:
-        return {"H": self.hamiltonian(m), **self.casimirs(m)}
-
-    def poisson_tensor(self, m: Float[Array, "... 3"]) -> Float[Array, "... 3 3"]:
-        return hat(m)
-
-    def coordinates(self, m: Float[Array, "... 3"]) -> Float[Array, "... 3"]:
-        return m
-
-    def from_coordinates(self, z: Float[Array, "... 3"]) -> Float[Array, "... 3"]:
-        return z
 
     def quadratic_form(self):
         """(Q, B, c) of ṁ = Q(m, m): Q_1,23 = Q_1,32 = a1/2 and cyclically; B = 0, c = 0.
@@ -216,12 +228,6 @@ class EulerTop(
         v = rng.standard_normal((count, 3))
         return np.sqrt(2.0 * C) * v / np.linalg.norm(v, axis=1, keepdims=True)
 
-    def example_state(self) -> np.ndarray:
-        return np.array([0.45, -0.3, 0.89])
-
-    # -- metadata and validation --------------------------------------------------------
+    # -- metadata --------------------------------------------------------------------------
     def parameters(self) -> dict:
         return {"inertia": [float(v) for v in np.asarray(self.inertia)]}
-
-    def validate_state(self, x, name: str = "x0") -> tuple[np.ndarray, bool]:
-        return validate_vector_state(name, x, 3)

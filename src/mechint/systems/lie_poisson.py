@@ -64,6 +64,7 @@ class LiePoissonHamiltonian(PoissonSystem):
     params: object = None
 
     name: ClassVar[str] = "lie-poisson-hamiltonian"
+    linear_structure: ClassVar[bool] = True
 
     def __init__(self, H, algebra: str = "so3", params=None, degree: int | None = None):
         if algebra not in ALGEBRAS:

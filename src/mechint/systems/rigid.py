@@ -45,6 +45,7 @@ class Body(PoissonSystem, LevelSetSampler, MoserVeselovBody):
     dataclasses with ``repr=False``."""
 
     descriptions: ClassVar[dict[str, str]] = {"M": "body angular momentum (skew, M = ΩJ + JΩ)"}
+    linear_structure: ClassVar[bool] = True  # Lie–Poisson: so(n)* and its semidirect products
 
     J: Float[Array, " n"]
 
