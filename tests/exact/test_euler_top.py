@@ -186,44 +186,43 @@ def test_traceable_flow_under_jit_vmap_and_grad():
     assert abs(float(d_t[0]) - float(m5[1] * m5[2] * (1 / 1.0 - 1 / 2.0))) < 1e-12
 
 
-def test_every_scale_float64_holds_gives_the_scaled_solution():
+def test_every_scale_and_the_traced_form():
     """Issue 36: the motion is scale-covariant, m(t; sI, r m0) = r m(r t/s; I, m0); inertia
     ≥ 1e103 used to give a wrong m(0) (0.88198 for 0.89) and |m0| ≥ 1e154 NaN.  Every scale
     of I and m0 from 1e-300 to 1e300 (where r t/s is a normal number) agrees with the unit
-    solution to 1e-14, the attitude too, and the regime is the unit problem's."""
-    inertia, m0 = np.array([2.0, 1.0, 0.6667]), np.array([0.45, 0.1, 0.89])
-    t = np.array([0.0, 0.7, 13.0])
-    g0 = np.eye(3)
-    ref = mi.exact.euler_top(mi.systems.EulerTop(inertia), m0, t)
-    ref_m, ref_g = mi.exact.euler_top_attitude(mi.systems.EulerTop(inertia), m0, g0, t)
-    worst = 0.0
-    for s in 10.0 ** np.arange(-300, 301, 75):
-        for r in 10.0 ** np.arange(-300, 301, 75):
-            ts = t * (s / r)
-            if not np.all(np.isfinite(ts)) or ts[1] < 1e-290:
-                continue
-            top = mi.systems.EulerTop(inertia * s)
-            m = mi.exact.euler_top(top, m0 * r, ts) / r
-            m_a, g = mi.exact.euler_top_attitude(top, m0 * r, g0, ts)
-            assert mi.exact.regime(top, m0 * r) == "about-smallest"
-            worst = max(worst, np.max(np.abs(m - ref)), np.max(np.abs(m_a / r - ref_m)),
-                        np.max(np.abs(g - ref_g)))  # fmt: skip
-    assert worst < 1e-14, worst
-
-
-def test_the_host_function_under_jit_points_to_the_traceable_form():
-    """Issue 36: mi.exact.euler_top inside jax.jit was a raw JAX TypeError; it names the
-    traceable form, which takes the system as every other function there does."""
+    solution to 1e-14, the attitude too (the traceable forms, one compiled call over all
+    scales; the host form at the extremes), and the regime is the unit problem's.  The
+    host form inside jax.jit was a raw JAX TypeError: it names the traceable form, which
+    takes the system as every other function there does."""
     import jax
 
     top = mi.systems.EulerTop((2.0, 1.0, 0.6667))
-    m0 = np.array([0.45, 0.1, 0.89])
-    g0 = np.eye(3)
+    m0, t, g0 = np.array([0.45, 0.1, 0.89]), np.array([0.0, 0.7, 13.0]), np.eye(3)
+    ref_m = mi.exact.euler_top(top, m0, t)
+    s, r = np.meshgrid(10.0 ** np.arange(-300, 301, 60), 10.0 ** np.arange(-300, 301, 60))
+    s, r = s.ravel(), r.ravel()
+    ts = t[None] * (s / r)[:, None]
+    keep = np.all(np.isfinite(ts), axis=1) & (ts[:, 1] >= 1e-290)
+    s, r, ts = s[keep], r[keep], ts[keep]
+    inertia = np.asarray(top.inertia)[None] * s[:, None]
+
+    @jax.jit
+    def scaled(inertia, m, t):
+        per_time = jax.vmap(mi.exact.euler_top_attitude_flow, in_axes=(None, None, None, 0))
+        return jax.vmap(per_time, in_axes=(0, 0, None, 0))(inertia, m, g0, t)
+
+    m, g = scaled(inertia, m0[None] * r[:, None], ts)
+    unit = int(np.flatnonzero((s == 1.0) & (r == 1.0))[0])
+    assert np.max(np.abs(np.asarray(m) / r[:, None, None] - ref_m)) < 1e-14
+    assert np.max(np.abs(np.asarray(g) - np.asarray(g)[unit])) < 1e-14
+    for big, k in ((1e103, 1.0), (1.0, 1e200), (1e-300, 1e-150), (1e300, 1e250)):
+        scaled_top = mi.systems.EulerTop(np.asarray(top.inertia) * big)
+        got = mi.exact.euler_top(scaled_top, m0 * k, t * big / k) / k
+        assert np.max(np.abs(got - ref_m)) < 1e-14, (big, k)
+        assert mi.exact.regime(scaled_top, m0 * k) == "about-smallest"
     with pytest.raises(mi.InputError, match=r"m0: is traced.*euler_top_flow"):
         jax.jit(lambda m: mi.exact.euler_top(top, m, 1.0))(m0)
     with pytest.raises(mi.InputError, match=r"t: is traced.*euler_top_attitude_flow"):
         jax.jit(lambda t: mi.exact.euler_top_attitude(top, m0, g0, t))(1.0)
-    flowed = jax.jit(lambda m: mi.exact.euler_top_flow(top, m, 1.0))(m0)
-    np.testing.assert_allclose(flowed, mi.exact.euler_top(top, m0, 1.0), atol=1e-15)
-    _, g1 = jax.jit(lambda m: mi.exact.euler_top_attitude_flow(top, m, g0, 1.0))(m0)
-    np.testing.assert_allclose(g1, mi.exact.euler_top_attitude(top, m0, g0, 1.0)[1], atol=1e-15)
+    m1 = jax.jit(lambda m: mi.exact.euler_top_flow(top, m, 13.0))(m0)
+    np.testing.assert_allclose(m1, ref_m[2], atol=1e-15)

@@ -276,7 +276,8 @@ def find_integrals(system: System, integrator: Integrator | None, x0, h, basis, 
 
     ``points``: the orbit points used (default 3 × the basis size + 20, at least the
     basis size + 1), every ``stride`` steps (default: the orbit spans about 2000
-    steps, so that a quantity a map keeps only to O(h^p) has drifted); as many points
+    steps, so that a quantity a map keeps only to O(h^p) has drifted, and a flow's
+    orbit has gone round its torus); as many points
     again check the relations on the continuation, and as many again find them anew.
     ``rtol``: singular values at most ``rtol`` times the largest are the null space.
     A relation that fails its check (continuation residual above 100 ``rtol``) is a

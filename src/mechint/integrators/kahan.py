@@ -140,6 +140,11 @@ def linearised_step(f, z, h) -> tuple[Any, maps.StepStatus]:
 def modified_energy(system, x, h):
     """H̃ = H + (h/3) ∇Hᵀ (𝟙 − (h/2) f')⁻¹ f, which Kahan's map keeps exactly for a cubic
     H with a constant Poisson structure (Celledoni, McLachlan, Owren, Quispel 2013)."""
+    return _modified_energy(system, system.coordinates(x), h)
+
+
+@jax.jit
+def _modified_energy(system, z, h):
     f = _field(system)
 
     def one(z):
@@ -147,7 +152,6 @@ def modified_energy(system, x, h):
         A = jnp.eye(z.shape[-1], dtype=z.dtype) - (0.5 * h) * jax.jacfwd(f)(z)
         return system.hamiltonian(system.from_coordinates(z)) + (h / 3.0) * grad @ solve(A, f(z))
 
-    z = system.coordinates(x)
     return jnp.vectorize(one, signature="(d)->()")(z)
 
 
