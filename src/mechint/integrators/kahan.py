@@ -77,6 +77,8 @@ class Kahan(Integrator):
             return system.kahan_integrals(x, h)
         if system.constant_structure and system.energy_degree == 3:
             return {"H~": modified_energy(system, x, h)}
+        if _linear(system):  # Kahan's map is the midpoint rule: a quadratic H is kept
+            return {"H": system.hamiltonian(x)}
         return {}
 
     def invariant_density(self, system, h):
@@ -109,7 +111,9 @@ class Kahan(Integrator):
         return density
 
     def poisson_on(self, system) -> bool:
-        return isinstance(system, QuadraticVectorField) and system.kahan_poisson()
+        if not isinstance(system, QuadraticVectorField):
+            return _linear(system)  # the midpoint rule on a linear field: symplectic
+        return system.kahan_poisson()
 
 
 def _field(system):
@@ -119,6 +123,13 @@ def _field(system):
         return system.coordinates(system.vector_field(system.from_coordinates(z)))
 
     return f
+
+
+def _linear(system) -> bool:
+    """A linear field with a constant structure (a quadratic H), where Kahan's map is the
+    implicit midpoint rule."""
+    degree = field_degree(system)
+    return bool(system.constant_structure and degree is not None and degree <= 1)
 
 
 def _is_euler_top(system) -> bool:
