@@ -178,6 +178,12 @@ def test_the_zhukovsky_volterra_gyrostat():
     # the continuous flow: H and C
     flow = mi.diagnostics.find_integrals(zv, None, M0, 0.1, basis)
     assert flow.dimension == 2
+    # two non-zero β_i: a near-integral (singular value O(h⁴)) beside an exact relation it
+    # leaves ill-determined: candidates found, none verified, and the search says why
+    two = mi.systems.ZhukovskyVolterra((2.0, 1.0, 0.6667), (0.1, 0.0, 0.3))
+    near = mi.diagnostics.find_integrals(two, KAHAN, M0, 0.1, mi.diagnostics.monomials(two, 2))
+    assert near.found == (2,) and near.dimension == 0 and near.verified == (False,)
+    assert "near-integrals of the map" in near.decision
 
 
 def test_the_integrals_command_prints_and_writes_json(tmp_path, capsys):

@@ -46,8 +46,9 @@ _MOST_BASIS = 2000
 class Integrals:
     """What ``find_integrals`` found, with its evidence.
 
-    ``names``: the basis; ``dimension``: the null space's dimension (the least over the
-    orbits, ``dimensions`` per orbit); ``singular_values``: per orbit, descending, of the
+    ``names``: the basis; ``dimension``: the dimension of the verified null space (the
+    least over the orbits, ``dimensions`` per orbit; ``found``: the candidates below
+    ``rtol`` before the checks); ``singular_values``: per orbit, descending, of the
     column-scaled matrix, relative to the largest; ``gap``: per orbit, the smallest
     singular value outside the null space over the largest inside (inf when the null
     space is exact to the last bit; for dimension 0, 1/σ_min: how far the nearest
@@ -56,13 +57,15 @@ class Integrals:
     ``residual``: per orbit, the largest |Σ c_j φ_j| / Σ |c_j φ_j| on the orbit's
     continuation past the points used; ``recomputed``: per orbit, the largest change of
     a coefficient when the search is redone from a later stretch of the orbit;
-    ``verified``: per orbit, both checks at round-off (residual ≤ 100 rtol, recomputed
-    ≤ 1000 rtol × the largest coefficient), else the relations are near-integrals and
-    ``dimension`` is 0; ``decision``: the rank decision in words."""
+    ``verified``: per orbit, every candidate passed both checks (residual ≤ 100 rtol,
+    recomputed ≤ 1000 rtol × the largest coefficient); where some did not, the candidate
+    space is shrunk from its largest singular value until the rest pass, and the
+    dropped ones are near-integrals; ``decision``: the rank decision in words."""
 
     names: tuple[str, ...]
     dimension: int
     dimensions: tuple[int, ...]
+    found: tuple[int, ...]
     singular_values: np.ndarray
     gap: np.ndarray
     coefficients: tuple[np.ndarray, ...]
@@ -104,6 +107,7 @@ class Integrals:
             "names": list(self.names),
             "dimension": self.dimension,
             "dimensions": list(self.dimensions),
+            "found": list(self.found),
             "singular_values": np.asarray(self.singular_values).tolist(),
             "gap": [float(g) for g in self.gap],
             "coefficients": [np.asarray(c).tolist() for c in self.coefficients],
@@ -230,18 +234,17 @@ def _flow(system, x0, t):
     return system.from_coordinates(jnp.asarray(sol.y.T))
 
 
-def _null_space(values: np.ndarray, rtol: float):
-    """(singular values relative to the largest, null vectors as rows scaled back to
-    the basis, column norms) of the matrix ``values`` (points × basis)."""
+def _svd(values: np.ndarray):
+    """(singular values relative to the largest, all m right singular vectors as rows
+    scaled back to the basis, smallest last) of ``values`` (points × basis), its columns
+    scaled to unit norm."""
     norms = np.linalg.norm(values, axis=0)
     scale = np.where(norms > 0, norms, 1.0)
     _, s, vt = np.linalg.svd(values / scale, full_matrices=True)
-    m = values.shape[1]
-    s_full = np.zeros(m)
+    s_full = np.zeros(values.shape[1])
     s_full[: s.size] = s
     rel = s_full / s_full[0] if s_full[0] > 0 else s_full
-    d = int(np.sum(rel <= rtol))
-    return rel, vt[m - d :] / scale, d
+    return rel, vt / scale
 
 
 def _echelon(rows: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -280,8 +283,8 @@ def find_integrals(system: System, integrator: Integrator | None, x0, h, basis, 
     orbit has gone round its torus); as many points
     again check the relations on the continuation, and as many again find them anew.
     ``rtol``: singular values at most ``rtol`` times the largest are the null space.
-    A relation that fails its check (continuation residual above 100 ``rtol``) is a
-    near-integral, not an integral: the dimension counts the verified ones.  Returns
+    A relation that fails its checks is a near-integral, not an integral: the dimension
+    counts the verified ones.  Returns
     ``Integrals``; an orbit whose step fails raises ``StepFailure``."""
     rtol = float(rtol)
     if not 0.0 < rtol < 1.0:
@@ -310,57 +313,73 @@ def find_integrals(system: System, integrator: Integrator | None, x0, h, basis, 
     if not np.all(np.isfinite(rows)):
         raise InputError("basis", "is not finite at some orbit point", "check the basis "
                          "functions' domains (a division, a logarithm)")  # fmt: skip
-    dims, svals, gaps, coefs, pivs, residuals, again = [], [], [], [], [], [], []
-    for values in rows:
-        rel, null, d = _null_space(values[:points], rtol)
-        _, null2, d2 = _null_space(values[points : 2 * points], rtol)
-        echelon, pivots = _echelon(null) if d else (np.zeros((0, m)), ())
-        dims.append(d)
-        svals.append(rel)
-        inside = rel[m - d] if d else 0.0
-        outside = rel[m - d - 1] if d < m else 0.0
-        floor = np.finfo(float).eps * rel[0]
-        gaps.append(outside / max(inside, floor) if d else np.nan)
-        coefs.append(echelon)
-        pivs.append(pivots)
-        rest = values[2 * points :]
-        if d:
-            terms = np.abs(rest[:, None, :] * echelon[None, :, :])
-            res = np.abs(rest @ echelon.T) / np.maximum(terms.sum(axis=-1), np.finfo(float).tiny)
-            residuals.append(float(np.max(res)))
-        else:
-            residuals.append(0.0)
-        if d and d2 == d:
-            echelon2, pivots2 = _echelon(null2)
-            same = pivots2 == pivots
-            again.append(float(np.max(np.abs(echelon2 - echelon))) if same else np.inf)
-        else:
-            again.append(0.0 if d == d2 == 0 else np.inf)
-    sizes = [max(1.0, float(np.max(np.abs(c), initial=0.0))) for c in coefs]
-    verified = tuple(bool(r <= 100 * rtol and a <= 1e3 * rtol * size)
-                     for r, a, size in zip(residuals, again, sizes, strict=True))  # fmt: skip
-    dimension = min(d if ok else 0 for d, ok in zip(dims, verified, strict=True))
-    decision = _decision(dims, verified, gaps, svals, rtol, points, m)
-    return Integrals(names=names, dimension=dimension, dimensions=tuple(dims),
-                     singular_values=np.asarray(svals), gap=np.asarray(gaps),
-                     coefficients=tuple(coefs), pivots=tuple(pivs), verified=verified,
-                     residual=np.asarray(residuals), recomputed=np.asarray(again), rtol=rtol,
+    orbits = [_orbit_relations(values, points, m, rtol) for values in rows]
+    dims = tuple(o["found"] for o in orbits)
+    verified = tuple(o["dimension"] == o["found"] for o in orbits)
+    decision = _decision(orbits, rtol, points, m)
+    return Integrals(names=names, dimension=min(o["dimension"] for o in orbits),
+                     dimensions=tuple(o["dimension"] for o in orbits), found=dims,
+                     singular_values=np.asarray([o["singular_values"] for o in orbits]),
+                     gap=np.asarray([o["gap"] for o in orbits]),
+                     coefficients=tuple(o["coefficients"] for o in orbits),
+                     pivots=tuple(o["pivots"] for o in orbits), verified=verified,
+                     residual=np.asarray([o["residual"] for o in orbits]),
+                     recomputed=np.asarray([o["recomputed"] for o in orbits]), rtol=rtol,
                      points=points, decision=decision)  # fmt: skip
 
 
-def _decision(dims, verified, gaps, svals, rtol, points, m) -> str:
+def _orbit_relations(values: np.ndarray, points: int, m: int, rtol: float) -> dict:
+    """One orbit: the candidate null space (singular values ≤ rtol σ_max of the first
+    stretch), shrunk from its largest singular value down until its relations pass both
+    checks (the continuation, the third stretch; found anew, from the second), so that a
+    near-integral among exact ones is dropped and the exact ones kept."""
+    rel, vectors = _svd(values[:points])
+    rel2, vectors2 = _svd(values[points : 2 * points])
+    found = int(np.sum(rel <= rtol))
+    rest = values[2 * points :]
+    floor = np.finfo(float).eps * rel[0]
+    out = {"found": found, "singular_values": rel, "dimension": 0, "gap": np.nan,
+           "coefficients": np.zeros((0, m)), "pivots": (), "residual": 0.0,
+           "recomputed": 0.0}  # fmt: skip
+    for d in range(found, 0, -1):
+        echelon, pivots = _echelon(vectors[m - d :])
+        terms = np.abs(rest[:, None, :] * echelon[None, :, :]).sum(axis=-1)
+        residual = float(np.max(np.abs(rest @ echelon.T) / np.maximum(terms, np.finfo(float).tiny)))
+        again = np.inf
+        if int(np.sum(rel2 <= rtol)) >= d:
+            echelon2, pivots2 = _echelon(vectors2[m - d :])
+            if pivots2 == pivots:
+                again = float(np.max(np.abs(echelon2 - echelon)))
+        size = max(1.0, float(np.max(np.abs(echelon))))
+        if d == found or (residual <= 100 * rtol and again <= 1e3 * rtol * size):
+            out.update(coefficients=echelon, pivots=pivots, residual=residual,
+                       recomputed=again, gap=(rel[m - d - 1] if d < m else 0.0)
+                       / max(rel[m - d], floor))  # fmt: skip
+        if residual <= 100 * rtol and again <= 1e3 * rtol * size:
+            out["dimension"] = d
+            break
+    return out
+
+
+def _decision(orbits, rtol, points, m) -> str:
     lead = (f"{points} points per orbit, {m} basis functions (columns scaled to unit norm); "
             f"null space: singular values ≤ {rtol:.0e} σ_max")  # fmt: skip
-    if not all(ok for d, ok in zip(dims, verified, strict=True) if d):
-        return (f"{lead}: relations found (dimensions {dims}) fail their check on the "
-                "continuation or anew from a later point: near-integrals of the map (kept "
-                "to O(h^p)), not integrals; dimension 0")  # fmt: skip
-    if max(dims) == 0:
-        smallest = min(float(s[-1]) for s in svals)
+    found = [o["found"] for o in orbits]
+    dims = [o["dimension"] for o in orbits]
+    if max(found) == 0:
+        smallest = min(float(o["singular_values"][-1]) for o in orbits)
         return (f"{lead}: no integral in this basis (the smallest singular value is "
                 f"{smallest:.2e} σ_max, above the threshold)")  # fmt: skip
+    dropped = "" if dims == found else (
+        f"; of the {found} candidates, {[f - d for f, d in zip(found, dims, strict=True)]} "
+        "failed their check on the continuation or anew from a later stretch: "
+        "near-integrals of the map (kept to O(h^p)), or relations such a near-integral "
+        "leaves ill-determined; not counted")  # fmt: skip
     if len(set(dims)) > 1:
-        return f"{lead}: the orbits disagree (dimensions {dims}): no common null space"
-    least = float(np.min(gaps))
+        return f"{lead}: the orbits disagree (dimensions {dims}){dropped}"
+    if dims[0] == 0:
+        return f"{lead}: no verified integral in this basis{dropped}"
+    least = min(float(o["gap"]) for o in orbits)
     clear = "a clear gap" if least >= 1e6 else "NO clear gap (below 1e6): treat with care"
-    return f"{lead}: dimension {dims[0]} on every orbit, {clear} (least gap {least:.3g})"
+    return (f"{lead}: dimension {dims[0]} on every orbit, {clear} (least gap {least:.3g})"
+            f"{dropped}")  # fmt: skip
