@@ -39,7 +39,7 @@ def test_energy_maps_keep_H_over_1e4_steps(integrator, name, system, x0):
 
 
 @pytest.mark.parametrize(
-    ("integrator", "order"), zip(ENERGY_MAPS, [2, 2, 1], strict=True), ids=ENERGY_IDS
+    ("integrator", "order"), list(zip(ENERGY_MAPS, [2, 2, 1], strict=True)), ids=ENERGY_IDS
 )
 def test_energy_map_orders_on_kepler(integrator, order):
     """Observed orders against the exact Kepler solution (e = 0.3, T = 2): AVF 2,
