@@ -167,20 +167,21 @@ def _modified_energy(system, z, h):
 
 
 def _solve(A, rhs) -> tuple[Any, maps.StepStatus]:
-    """A⁻¹ rhs solved for rhs / 2^e (|rhs / 2^e| < 1, the same bits scaled): the backward
-    error cannot overflow; a solution not finite at this scale, or a backward error above
-    √eps (1.5e-8 in float64), is a singular system (SINGULAR), one that overflows only
-    when scaled back, or whose terms overflowed, a state too large (NON_FINITE)."""
-    e = jnp.frexp(jnp.max(jnp.abs(rhs)))[1]
-    unit = jnp.ldexp(rhs, -e)
-    y = solve(A, unit)
-    out = jnp.ldexp(y, e)
+    """A⁻¹ rhs, failing where the solve's relative backward error exceeds √eps (1.5e-8 in
+    float64) or the solution is not finite: SINGULAR where A and rhs are finite (their
+    system is singular, or so near it that the solution leaves the floating-point
+    range), NON_FINITE (residual inf) where a term overflowed (a state too large).  The
+    backward error is measured on the solution and rhs divided by max |rhs| (the
+    solution's bits untouched), so that it cannot overflow for a finite solution."""
+    out = solve(A, rhs)
+    size = jnp.max(jnp.abs(rhs))
+    scale = jnp.where(size > 0, size, jnp.ones_like(size))
+    y, unit = out / scale, rhs / scale
     r = jnp.max(jnp.abs(A @ y - unit)) / (
         jnp.max(jnp.sum(jnp.abs(A), axis=-1)) * jnp.max(jnp.abs(y)) + jnp.max(jnp.abs(unit))
     )
-    regular = jnp.all(jnp.isfinite(y)) & (r < jnp.sqrt(jnp.finfo(A.dtype).eps))
-    ok = regular & jnp.all(jnp.isfinite(out))
-    singular = jnp.all(jnp.isfinite(A)) & jnp.all(jnp.isfinite(rhs)) & ~regular
+    ok = jnp.all(jnp.isfinite(out)) & (r < jnp.sqrt(jnp.finfo(A.dtype).eps))
+    singular = jnp.all(jnp.isfinite(A)) & jnp.all(jnp.isfinite(rhs)) & ~ok
     return out, _status(ok, singular, jnp.where(jnp.isfinite(r), r, jnp.inf))
 
 
@@ -230,4 +231,9 @@ def euler_top_step(
     regular = jnp.abs(det) > _SINGULAR_ULPS * jnp.finfo(det.dtype).eps * scale
     finite = jnp.all(jnp.isfinite(m_next), axis=-1)
     ok = regular & finite
-    return m_next, _status(ok, jnp.isfinite(scale) & ~(regular & ~finite), jnp.abs(det))
+    # a failure is SINGULAR where det is small and finite, NON_FINITE (residual inf) where
+    # a term or the new state overflowed (selects that fuse: the batch's rate holds)
+    overflow = (regular & ~finite) | ~jnp.isfinite(det)
+    reason = jnp.where(overflow, maps.Reason.NON_FINITE, maps.Reason.SINGULAR)
+    residual = jnp.where(overflow, jnp.inf, jnp.abs(det))
+    return m_next, maps.StepStatus(ok, residual, reason.astype(jnp.int32))
