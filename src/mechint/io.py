@@ -563,6 +563,15 @@ def saved_attrs(path) -> dict | None:
     return attrs if "mechint_version" in attrs else None
 
 
+def same_attr(stored, value) -> bool:
+    """Whether a file's attribute equals ``value`` (a crafted file may hold an array, or
+    anything, where mechint writes a number or a text: never equal, never an error)."""
+    try:
+        return bool(stored == value)
+    except (ValueError, TypeError):
+        return False
+
+
 def check_stored(path, parameter: str) -> None:
     """Refuse (``InputError`` naming ``parameter``) a NetCDF file that declares more data
     than it stores, before anything reads it: every variable mechint writes is stored

@@ -90,14 +90,15 @@ def available_memory() -> int | None:
 
 def require_fits(estimate: Footprint, steps: int, save_every: int, out: Path | None,
                  parameter: str = "--save-every", replaces: int = 0,
-                 members: str = "the initial states") -> None:  # fmt: skip
+                 members: str = "the initial states", runs: int | None = None) -> None:  # fmt: skip
     """InputError naming ``parameter`` when the run's samples would not fit in the
     available memory or, with ``out``, on the free disk beside it (with the save interval
     that would fit).  ``replaces``: bytes on disk the run will free as it goes (a resumed
     run's file and segments); such a run is told to free space, since another
     ``--save-every`` would be another run.  When even the first and the last sample
     would not fit, no save interval helps: the error names ``members`` (what sets the
-    number of runs) instead."""
+    number of runs; ``runs`` of them, by default the estimate's samples over one run's)
+    and how many would fit."""
     limits = []
     memory = available_memory()
     if memory is not None:
@@ -118,15 +119,17 @@ def require_fits(estimate: Footprint, steps: int, save_every: int, out: Path | N
                 )
             factor = need / (_SHARE * have)
             per_run = steps // save_every + 1
-            if factor * min(2, per_run) > per_run:  # not even the first and the last fit
-                runs = max(1, estimate.samples // per_run)
+            least = min(2, per_run)
+            if factor * least > per_run:  # not even the first and the last fit
+                runs = max(1, estimate.samples // per_run) if runs is None else runs
+                fit = int(runs * per_run / (factor * least))
                 raise InputError(
                     members,
                     f"{estimate.samples:,} saved samples need about {_size(need)} of {what}, "
                     f"more than the {_size(have)} available, and saving only the first and "
                     "the last state would still not fit",
-                    f"about {int(runs / factor):,} of the {runs:,} runs (members) fit: "
-                    "run fewer at a time",
+                    f"about {fit:,} of the {runs:,} runs (members) would fit, saving only "
+                    "their first and last states: run fewer at a time",
                 )
             fits = _validate.divisor_near(steps, int(save_every * factor) + 1, at_least=True)
             raise InputError(

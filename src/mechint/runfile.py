@@ -387,7 +387,7 @@ class RunFile:
             raise InputError(parameter, f"{name} is not a run written by mechint")
         again = "run it again without --resume (--overwrite)"
         for key, value in record.items():
-            if attrs.get(key) != value:
+            if not io.same_attr(attrs.get(key), value):
                 raise InputError(
                     parameter,
                     f"{name} was written by another run ({key} = {attrs.get(key)!r}, "
@@ -439,9 +439,13 @@ class RunFile:
 
 
 def _check_segment(path: Path) -> None:
-    """A segment holds its arrays stored, not compressed (``np.savez``): a member that is
-    compressed, or declares more bytes than the file has, is not what mechint wrote (a zip
-    bomb would decompress to any size); ValueError before anything is decompressed."""
+    """A segment holds its arrays stored, not compressed (``np.savez``), each as large as
+    its header declares: a member that is compressed, larger than the file, or whose
+    header declares more than it holds is not what mechint wrote (a zip bomb, or a 1 kB
+    array declaring 10¹¹ numbers); ValueError before anything is decompressed or
+    allocated."""
+    if not path.is_file():  # a FIFO would block the reader
+        raise ValueError(f"segment {path.name} is not a regular file")
     size = path.stat().st_size
     with zipfile.ZipFile(path) as archive:
         for info in archive.infolist():
@@ -450,6 +454,14 @@ def _check_segment(path: Path) -> None:
                     f"segment {path.name} holds {info.filename!r} compressed or "
                     f"larger than the file, which mechint does not write"
                 )
+            with archive.open(info) as member:
+                read = (np.lib.format.read_array_header_1_0
+                        if np.lib.format.read_magic(member) == (1, 0)
+                        else np.lib.format.read_array_header_2_0)  # fmt: skip
+                shape, _, dtype = read(member)
+            if int(np.prod(shape, dtype=object)) * dtype.itemsize > info.file_size:
+                raise ValueError(f"segment {path.name}: {info.filename!r} declares shape "
+                                 f"{shape}, more than it holds")  # fmt: skip
 
 
 def _dims_shape(block, dims) -> tuple:

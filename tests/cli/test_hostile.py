@@ -470,6 +470,22 @@ def test_a_crafted_file_declaring_more_than_it_stores_is_refused_before_reading(
         archive.writestr("a/time.npy", b"\0" * 10**6)
     code, _, err = invoke([*run[:-1], "--out", str(tmp_path / "r.nc"), "--resume"], capsys)
     assert code == 2 and "compressed or larger than the file" in err, err
+    # a stored 1 kB member whose header declares 10¹¹ numbers: refused, not allocated
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (100000000000,), }"
+    header += " " * (118 - len(header)) + "\n"
+    npy = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode()
+    with zipfile.ZipFile(bomb, "w") as archive:
+        archive.writestr("a/time.npy", npy + b"\0" * 800)
+    code, _, err = invoke([*run[:-1], "--out", str(tmp_path / "r.nc"), "--resume"], capsys)
+    assert code == 2 and "more than it holds" in err, err
+    # a record attribute that is an array where mechint writes a number: another run
+    import h5netcdf
+
+    bomb.unlink()
+    with h5netcdf.File(tmp_path / "r.nc", "a") as fh:
+        fh.attrs["h"] = np.array([0.01, 0.02])
+    code, _, err = invoke([*run[:-1], "--out", str(tmp_path / "r.nc"), "--resume"], capsys)
+    assert code == 2 and "written by another run (h = " in err, err
 
 
 def test_a_random_sample_too_large_is_refused_before_it_is_drawn(tmp_path, capsys, monkeypatch):
@@ -494,6 +510,12 @@ def test_a_random_sample_too_large_is_refused_before_it_is_drawn(tmp_path, capsy
         assert code == 2 and "initial.random.count" in err and "save_every" not in err, err
         assert "first and the last state would still not fit" in err
     assert drawn == [1, 1]
+    # a run's batch: the option that sets its states, and how many of them would fit
+    monkeypatch.setattr("mechint.resources.available_memory", lambda: 10**4)
+    argv = [*RUN[:-3], "--steps", "1000", "--x0", ";".join(["0.45,0,0.89"] * 500),
+            "--out", str(tmp_path / "b.nc")]  # fmt: skip
+    code, _, err = invoke(argv, capsys)
+    assert code == 2 and err.startswith("mechint run: error: --x0:") and "of the 500 runs" in err
 
 
 def test_a_platform_jax_cannot_start_is_one_line(capsys, monkeypatch):

@@ -56,6 +56,13 @@ def test_the_continuous_flow_finds_the_systems_own_integrals():
         assert max(others) < 1e-9, value
         at_start = sum(value[f"m{i + 1}^2"] * M0[i] ** 2 for i in range(3)) + value["1"]
         assert abs(at_start) < 1e-12
+    # the same relations at any size of the state (pivots and checks in the column scale)
+    for k in (1e-9, 1e8):
+        scaled = mi.diagnostics.find_integrals(TOP, None, M0 * k, 0.1 / k, basis)
+        assert scaled.pivots == flow.pivots and scaled.dimension == 2
+        assert scaled.expressions(0, 6)[0].startswith("m1^2 - ")
+        constant = scaled.coefficients[0][0, -1] / k**2  # m1² + … + γ k² = 0
+        assert abs(constant / flow.coefficients[0][0, -1] - 1) < 1e-9
     rk4 = mi.diagnostics.find_integrals(TOP, mi.integrators.RK4(), M0, 0.1, basis)
     assert rk4.dimension == 0 and "no integral" in rk4.decision
     hh = mi.systems.HenonHeiles()
@@ -164,6 +171,9 @@ def test_the_zhukovsky_volterra_gyrostat():
     """ṁ = m × (I⁻¹m + β) = hat(m)∇H; β = 0 is the Euler top; midpoint keeps H and C;
     Kahan's map with β along one axis keeps two relations among (m_i², m_i, 1)."""
     zv = mi.systems.ZhukovskyVolterra((2.0, 1.0, 0.6667), (0.0, 0.0, 0.3))
+    # an equilibrium (m ∥ β along an axis) is a step like any other (rhs = 0: not singular)
+    _, st = KAHAN.step(zv, jnp.array([0.0, 0.0, 1.0]), 0.1)
+    assert bool(st.ok) and float(st.residual) == 0.0
     m = jnp.asarray(M0)
     grad = jax.grad(lambda m: zv.hamiltonian(m))(m)
     np.testing.assert_allclose(zv.vector_field(m), zv.poisson_tensor(m) @ grad, atol=1e-15)

@@ -1,4 +1,5 @@
-"""``mechint integrals``: find the integrals of a map (or of the flow) in a monomial basis."""
+"""``mechint integrals``: find the integrals a map keeps in a monomial basis (the continuous
+flow: ``mi.diagnostics.find_integrals(..., integrator=None)``)."""
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+import jax
+
 from mechint import _validate, integrators, io, resources
 from mechint.cli import guard, model, parsing
 from mechint.errors import StepFailure
@@ -121,7 +123,8 @@ def prepare(args: argparse.Namespace) -> tuple[Plan, Path, Path | None]:
     # a resumed run replaces what is on disk: its file and segments are space it has
     resources.require_fits(estimate, steps, plan.save_every, out,
                            replaces=_on_disk(out) if args.resume else 0,
-                           members="--x0")  # fmt: skip
+                           members=_state_option(plan.system),
+                           runs=_members(plan.system, x0))  # fmt: skip
     return plan, out, plot
 
 
@@ -222,3 +225,14 @@ def _summary(traj, writer: RunFile, plot: Path | None) -> None:
         f"{drift}" + (f"; figure {plot}" if plot else ""),
         file=sys.stdout,
     )
+
+
+def _state_option(system) -> str:
+    """The option that sets the initial states (the first of the system's)."""
+    return f"--{system.state_options[0].name}" if system.state_options else "--x0"
+
+
+def _members(system, x0) -> int:
+    """How many runs a batch of initial states makes (1 for one state)."""
+    x0, batched = system.validate_state(x0)
+    return int(jax.tree.leaves(x0)[0].shape[0]) if batched else 1

@@ -119,7 +119,8 @@ def _previous(out, experiment):
     if not out.is_file():
         raise InputError("--resume", f"no sweep to continue at {str(out)!r}")
     io.check_stored(out, "--resume")  # before a byte of data is read
-    if (io.saved_attrs(out) or {}).get("experiment") != sweeps.experiment_key(experiment):
+    if not io.same_attr((io.saved_attrs(out) or {}).get("experiment"),
+                        sweeps.experiment_key(experiment)):  # fmt: skip
         raise InputError(
             "--resume", f"{str(out)!r} holds another experiment", "run it again without --resume"
         )

@@ -6,8 +6,8 @@ is a level set of integrals: its coefficients c, normalised, are functions of th
 alone (Hirota and Kimura; Petrera, Pfadler and Suris, Exp. Math. 18 (2009) 223, and
 Regul. Chaotic Dyn. 16 (2011) 245).  ``find_integrals`` builds the matrix [φ_j(x_k)] on
 each orbit, scales its columns to unit norm, and takes its null space by the SVD: the
-singular values below ``rtol`` · σ_max (by default 1e-10, about 10⁵ times the round-off
-of the evaluated basis) are the null space, and the ratio between the smallest
+singular values below ``rtol`` · σ_max (by default 1e-11, about 10⁵ times the round-off
+of the evaluated basis) are the candidate null space, and the ratio between the smallest
 singular value kept outside it and the largest inside (the gap) says how clear that
 decision is.  The null vectors, scaled back, are brought to reduced row echelon form
 (pivots chosen column by column in the basis' order, so a known integral such as
@@ -50,17 +50,21 @@ class Integrals:
     least over the orbits, ``dimensions`` per orbit; ``found``: the candidates below
     ``rtol`` before the checks); ``singular_values``: per orbit, descending, of the
     column-scaled matrix, relative to the largest; ``gap``: per orbit, the smallest
-    singular value outside the null space over the largest inside (inf when the null
-    space is exact to the last bit; for dimension 0, 1/σ_min: how far the nearest
-    candidate is from the threshold); ``coefficients``: per orbit, (dimension × basis
-    size) in reduced row echelon form (``pivots`` their leading basis functions);
-    ``residual``: per orbit, the largest |Σ c_j φ_j| / Σ |c_j φ_j| on the orbit's
-    continuation past the points used; ``recomputed``: per orbit, the largest change of
-    a coefficient when the search is redone from a later stretch of the orbit;
+    singular value outside the verified null space over the largest inside (the latter
+    floored at eps σ_max, so at most about 1/eps; NaN for dimension 0);
+    ``coefficients``: per orbit, the verified relations (dimension × basis size) in
+    reduced row echelon form, taken in the column-scaled coordinates (``scales``: the
+    column norms) so that it does not depend on the state's size, each pivot
+    coefficient 1 (``pivots``: their leading basis functions); ``residual``: per orbit,
+    the largest |Σ c_j φ_j| / Σ |c_j φ_j| on the orbit's continuation past the points
+    used; ``recomputed``: per orbit, the largest change of a term (c_j times its column
+    norm, relative to the relation's largest term) when the search is redone from a
+    later stretch of the orbit (both for the last candidate space tried);
     ``verified``: per orbit, every candidate passed both checks (residual ≤ 100 rtol,
-    recomputed ≤ 1000 rtol × the largest coefficient); where some did not, the candidate
-    space is shrunk from its largest singular value until the rest pass, and the
-    dropped ones are near-integrals; ``decision``: the rank decision in words."""
+    recomputed ≤ 1000 rtol); where
+    some did not, the candidate space is shrunk from its largest singular value until
+    the rest pass, and the dropped ones are near-integrals; ``decision``: the rank
+    decision in words."""
 
     names: tuple[str, ...]
     dimension: int
@@ -73,6 +77,7 @@ class Integrals:
     verified: tuple[bool, ...]
     residual: np.ndarray
     recomputed: np.ndarray
+    scales: tuple[np.ndarray, ...]
     rtol: float
     points: int
     decision: str
@@ -82,8 +87,9 @@ class Integrals:
         out = []
         for row in self.coefficients[orbit]:
             terms = []
-            for c, name in zip(row, self.names, strict=True):
-                if abs(c) <= 10.0 ** (-digits) * np.max(np.abs(row)):
+            size = np.abs(row) * self.scales[orbit]  # each term's size along the orbit
+            for c, name, t in zip(row, self.names, size, strict=True):
+                if t <= 10.0 ** (-digits) * np.max(size):
                     continue
                 value = f"{abs(c):.{digits}g}"
                 term = value if name == "1" else (name if value == "1" else f"{value}*{name}")
@@ -235,16 +241,25 @@ def _flow(system, x0, t):
 
 
 def _svd(values: np.ndarray):
-    """(singular values relative to the largest, all m right singular vectors as rows
-    scaled back to the basis, smallest last) of ``values`` (points × basis), its columns
-    scaled to unit norm."""
+    """(singular values relative to the largest, all m right singular vectors as rows,
+    smallest last, in the column-scaled coordinates, the column norms) of ``values``
+    (points × basis), its columns scaled to unit norm."""
     norms = np.linalg.norm(values, axis=0)
-    scale = np.where(norms > 0, norms, 1.0)
-    _, s, vt = np.linalg.svd(values / scale, full_matrices=True)
+    norms = np.where(norms > 0, norms, 1.0)
+    _, s, vt = np.linalg.svd(values / norms, full_matrices=True)
     s_full = np.zeros(values.shape[1])
     s_full[: s.size] = s
     rel = s_full / s_full[0] if s_full[0] > 0 else s_full
-    return rel, vt / scale
+    return rel, vt, norms
+
+
+def _relations(scaled: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The relations of null vectors given in column-scaled coordinates: reduced row
+    echelon form there (so the pivot choice does not depend on the state's size), then
+    in the basis' own coefficients, each row's pivot coefficient 1."""
+    echelon, pivots = _echelon(scaled)
+    coefficients = echelon / norms
+    return coefficients / coefficients[np.arange(len(pivots)), list(pivots)][:, None], pivots
 
 
 def _echelon(rows: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -288,7 +303,7 @@ def find_integrals(system: System, integrator: Integrator | None, x0, h, basis, 
     ``Integrals``; an orbit whose step fails raises ``StepFailure``."""
     rtol = float(rtol)
     if not 0.0 < rtol < 1.0:
-        raise InputError("rtol", f"must lie in (0, 1), got {rtol!r}", "e.g. 1e-10")
+        raise InputError("rtol", f"must lie in (0, 1), got {rtol!r}", "e.g. 1e-11")
     h = _validate.step_size(h)
     x0, batched = system.validate_state(x0, "x0")
     x0 = jax.tree.map(jnp.asarray, x0)
@@ -324,39 +339,40 @@ def find_integrals(system: System, integrator: Integrator | None, x0, h, basis, 
                      coefficients=tuple(o["coefficients"] for o in orbits),
                      pivots=tuple(o["pivots"] for o in orbits), verified=verified,
                      residual=np.asarray([o["residual"] for o in orbits]),
-                     recomputed=np.asarray([o["recomputed"] for o in orbits]), rtol=rtol,
+                     recomputed=np.asarray([o["recomputed"] for o in orbits]),
+                     scales=tuple(o["scales"] for o in orbits), rtol=rtol,
                      points=points, decision=decision)  # fmt: skip
 
 
 def _orbit_relations(values: np.ndarray, points: int, m: int, rtol: float) -> dict:
     """One orbit: the candidate null space (singular values ≤ rtol σ_max of the first
     stretch), shrunk from its largest singular value down until its relations pass both
-    checks (the continuation, the third stretch; found anew, from the second), so that a
-    near-integral among exact ones is dropped and the exact ones kept."""
-    rel, vectors = _svd(values[:points])
-    rel2, vectors2 = _svd(values[points : 2 * points])
+    checks (the continuation, the third stretch; found anew, from the second, compared
+    in the first stretch's column scale), so that a near-integral among exact ones is
+    dropped and the exact ones kept."""
+    rel, vectors, norms = _svd(values[:points])
+    rel2, vectors2, norms2 = _svd(values[points : 2 * points])
     found = int(np.sum(rel <= rtol))
     rest = values[2 * points :]
     floor = np.finfo(float).eps * rel[0]
     out = {"found": found, "singular_values": rel, "dimension": 0, "gap": np.nan,
            "coefficients": np.zeros((0, m)), "pivots": (), "residual": 0.0,
-           "recomputed": 0.0}  # fmt: skip
+           "recomputed": 0.0, "scales": norms}  # fmt: skip
     for d in range(found, 0, -1):
-        echelon, pivots = _echelon(vectors[m - d :])
-        terms = np.abs(rest[:, None, :] * echelon[None, :, :]).sum(axis=-1)
-        residual = float(np.max(np.abs(rest @ echelon.T) / np.maximum(terms, np.finfo(float).tiny)))
+        coefficients, pivots = _relations(vectors[m - d :], norms)
+        terms = np.abs(rest[:, None, :] * coefficients[None, :, :]).sum(axis=-1)
+        tiny = np.finfo(float).tiny
+        residual = float(np.max(np.abs(rest @ coefficients.T) / np.maximum(terms, tiny)))
         again = np.inf
         if int(np.sum(rel2 <= rtol)) >= d:
-            echelon2, pivots2 = _echelon(vectors2[m - d :])
-            if pivots2 == pivots:
-                again = float(np.max(np.abs(echelon2 - echelon)))
-        size = max(1.0, float(np.max(np.abs(echelon))))
-        if d == found or (residual <= 100 * rtol and again <= 1e3 * rtol * size):
-            out.update(coefficients=echelon, pivots=pivots, residual=residual,
-                       recomputed=again, gap=(rel[m - d - 1] if d < m else 0.0)
-                       / max(rel[m - d], floor))  # fmt: skip
-        if residual <= 100 * rtol and again <= 1e3 * rtol * size:
-            out["dimension"] = d
+            coefficients2, pivots2 = _relations(vectors2[m - d :], norms2)
+            if pivots2 == pivots:  # each row's change against its largest term
+                size = np.max(np.abs(coefficients) * norms, axis=1, keepdims=True)
+                again = float(np.max(np.abs(coefficients2 - coefficients) * norms / size))
+        out.update(residual=residual, recomputed=again)
+        if residual <= 100 * rtol and again <= 1e3 * rtol:
+            gap = (rel[m - d - 1] if d < m else 0.0) / max(rel[m - d], floor)
+            out.update(dimension=d, coefficients=coefficients, pivots=pivots, gap=gap)
             break
     return out
 

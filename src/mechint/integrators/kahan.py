@@ -78,7 +78,7 @@ class Kahan(Integrator):
         if system.constant_structure and system.energy_degree == 3:
             return {"H~": modified_energy(system, x, h)}
         if _linear(system):  # Kahan's map is the midpoint rule: a quadratic H is kept
-            return {"H": system.hamiltonian(x)}
+            return {system.energy_name: system.hamiltonian(x)}
         return {}
 
     def invariant_density(self, system, h):
@@ -177,9 +177,9 @@ def _solve(A, rhs) -> tuple[Any, maps.StepStatus]:
     size = jnp.max(jnp.abs(rhs))
     scale = jnp.where(size > 0, size, jnp.ones_like(size))
     y, unit = out / scale, rhs / scale
-    r = jnp.max(jnp.abs(A @ y - unit)) / (
-        jnp.max(jnp.sum(jnp.abs(A), axis=-1)) * jnp.max(jnp.abs(y)) + jnp.max(jnp.abs(unit))
-    )
+    num = jnp.max(jnp.abs(A @ y - unit))
+    den = jnp.max(jnp.sum(jnp.abs(A), axis=-1)) * jnp.max(jnp.abs(y)) + jnp.max(jnp.abs(unit))
+    r = jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), num)  # rhs = 0: an equilibrium
     ok = jnp.all(jnp.isfinite(out)) & (r < jnp.sqrt(jnp.finfo(A.dtype).eps))
     singular = jnp.all(jnp.isfinite(A)) & jnp.all(jnp.isfinite(rhs)) & ~ok
     return out, _status(ok, singular, jnp.where(jnp.isfinite(r), r, jnp.inf))
@@ -199,7 +199,8 @@ def _status(ok, singular, residual) -> maps.StepStatus:
     """A failure is SINGULAR where ``singular`` (the step's terms finite, its system
     singular), else NON_FINITE (residual inf: a term or the new state overflowed)."""
     reason = jnp.where(singular, maps.Reason.SINGULAR, maps.Reason.NON_FINITE)
-    return maps.StepStatus(ok, jnp.where(singular, residual, jnp.inf), reason.astype(jnp.int32))
+    residual = jnp.where(ok | singular, residual, jnp.inf)
+    return maps.StepStatus(ok, residual, reason.astype(jnp.int32))
 
 
 def euler_top_step(
