@@ -185,6 +185,17 @@ def test_the_zhukovsky_volterra_gyrostat():
     basis = {**SQUARES, "m1": lambda m: m[0], "m2": lambda m: m[1], "m3": lambda m: m[2]}
     found = mi.diagnostics.find_integrals(zv, KAHAN, M0, 0.1, basis)
     assert found.dimension == 2 and found.gap[0] > 1e6
+    # their closed forms (the module docstring), β along the third and the first axis,
+    # kept over 10⁴ steps; none declared with two non-zero β_i
+    for beta, keys in (((0.0, 0.0, 0.3), {"K1", "K2"}), ((0.4, 0.0, 0.0), {"K2", "K3"})):
+        system = mi.systems.ZhukovskyVolterra((2.0, 1.0, 0.6667), beta)
+        traj = mi.simulate(system, KAHAN, M0, 0.1, 10_000, 100)
+        kept = KAHAN.preserved(system, traj.x, 0.1)
+        assert set(kept) == keys
+        for v in kept.values():
+            assert float(np.max(np.abs(v - v[0]))) < 1e-13 * float(np.abs(v[0])), beta
+    two_axes = mi.systems.ZhukovskyVolterra((2.0, 1.0, 0.6667), (0.1, 0.0, 0.3))
+    assert KAHAN.preserved(two_axes, M0, 0.1) == {}
     # the continuous flow: H and C
     flow = mi.diagnostics.find_integrals(zv, None, M0, 0.1, basis)
     assert flow.dimension == 2

@@ -73,8 +73,8 @@ class Kahan(Integrator):
         return system.from_field(z), st
 
     def preserved(self, system, x, h) -> dict:
-        if isinstance(system, QuadraticVectorField):
-            return system.kahan_integrals(x, h)
+        if isinstance(system, QuadraticVectorField) or hasattr(system, "kahan_integrals"):
+            return system.kahan_integrals(x, h)  # the system's own closed forms
         if system.constant_structure and system.energy_degree == 3:
             return {"H~": modified_energy(system, x, h)}
         if _linear(system):  # Kahan's map is the midpoint rule: a quadratic H is kept
