@@ -32,7 +32,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechint import _validate
+from mechint.diagnostics.comparison import dop853_path
 from mechint.errors import InputError
+from mechint.integrators.registry import relabel
 from mechint.maps import Integrator
 from mechint.systems.base import ExactSolution, PoissonSystem, System
 
@@ -223,21 +225,7 @@ def _orbits(system, integrator, x0, h, samples: int, stride: int, batched: bool)
 def _flow(system, x0, t):
     if isinstance(system, ExactSolution):
         return system.exact_solution(x0, t)
-    if not isinstance(system, PoissonSystem):
-        raise InputError("integrator", f"{type(system).__name__} has no exact solution or "
-                         "coordinates for DOP853", "give an integrator")  # fmt: skip
-    from scipy.integrate import solve_ivp  # imported when used
-
-    @jax.jit
-    def f(z):
-        return system.coordinates(system.vector_field(system.from_coordinates(z)))
-
-    z0 = np.asarray(system.coordinates(jax.tree.map(jnp.asarray, x0)))
-    sol = solve_ivp(lambda _, z: np.asarray(f(jnp.asarray(z))), (0.0, float(t[-1])), z0,
-                    method="DOP853", t_eval=t, rtol=1e-13, atol=1e-13)  # fmt: skip
-    if not sol.success:
-        raise InputError("integrator", f"DOP853 failed on the flow: {sol.message}")
-    return system.from_coordinates(jnp.asarray(sol.y.T))
+    return relabel("integrator", dop853_path, system, x0, t)
 
 
 def _svd(values: np.ndarray):

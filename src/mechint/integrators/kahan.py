@@ -64,7 +64,7 @@ class Kahan(Integrator):
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
         if not isinstance(system, QuadraticVectorField):  # a Poisson field of degree ≤ 2
-            z, st = linearised_step(_field(system), system.coordinates(x), h)
+            z, st = linearised_step(system.coordinate_field, system.coordinates(x), h)
             return system.from_coordinates(z), st
         a = system.euler_coefficients()
         if a is not None:
@@ -99,7 +99,7 @@ class Kahan(Integrator):
             return euler
         if not (system.constant_structure and getattr(system, "energy_degree", 0) == 3):
             return None
-        f = _field(system)
+        f = system.coordinate_field
 
         def density(x):
             def one(z):
@@ -114,15 +114,6 @@ class Kahan(Integrator):
         if not isinstance(system, QuadraticVectorField):
             return _linear(system)  # the midpoint rule on a linear field: symplectic
         return system.kahan_poisson()
-
-
-def _field(system):
-    """z ↦ ż of ``system`` in its coordinates (one sample)."""
-
-    def f(z):
-        return system.coordinates(system.vector_field(system.from_coordinates(z)))
-
-    return f
 
 
 def _linear(system) -> bool:
@@ -156,7 +147,7 @@ def modified_energy(system, x, h):
 
 @jax.jit
 def _modified_energy(system, z, h):
-    f = _field(system)
+    f = system.coordinate_field
 
     def one(z):
         grad = jax.grad(lambda w: system.hamiltonian(system.from_coordinates(w)))(z)

@@ -192,6 +192,11 @@ class PoissonSystem(HamiltonianSystem):
     @abc.abstractmethod
     def poisson_tensor(self, x, /) -> Float[Array, "... d d"]: ...
 
+    def coordinate_field(self, z):
+        """ż: the vector field in the coordinates z (``coordinates`` of ẋ at the state of
+        z), for the maps and references that work on z."""
+        return self.coordinates(self.vector_field(self.from_coordinates(z)))
+
     # True where Π is linear in z (a Lie–Poisson structure: the rigid bodies on so(n)
     # and e(n), ``LiePoissonHamiltonian``): with H of degree d, the field has degree d
     linear_structure: ClassVar[bool] = False

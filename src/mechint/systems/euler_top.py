@@ -61,6 +61,8 @@ class AngularMomentum(PoissonSystem):
     energy_degree: ClassVar[int | None] = 2
     linear_structure: ClassVar[bool] = True
 
+    inertia: Float[Array, " 3"]
+
     @property
     def state_shape(self) -> tuple[int, ...]:
         return (3,)
@@ -68,6 +70,12 @@ class AngularMomentum(PoissonSystem):
     @property
     def quadratic_invariants(self) -> tuple[str, ...]:
         return ("H", "C")
+
+    @property
+    def coefficients(self) -> Float[Array, " 3"]:
+        """(a1, a2, a3) with a1 = (I2−I3)/(I2 I3) and cyclically: ṁ_i = a_i m_j m_k + …"""
+        I1, I2, I3 = self.inertia[0], self.inertia[1], self.inertia[2]
+        return jnp.stack([(I2 - I3) / (I2 * I3), (I3 - I1) / (I3 * I1), (I1 - I2) / (I1 * I2)])
 
     def casimirs(self, m: Float[Any, "... 3"]) -> dict[str, Float[Array, ...]]:
         return {"C": 0.5 * jnp.sum(m * m, axis=-1)}
@@ -128,12 +136,6 @@ class EulerTop(
         return f"EulerTop(inertia={shown(self.inertia)})"
 
     # -- structure ---------------------------------------------------------------------
-    @property
-    def coefficients(self) -> Float[Array, " 3"]:
-        """(a1, a2, a3) with a1 = (I2−I3)/(I2 I3) and cyclically."""
-        I1, I2, I3 = self.inertia[0], self.inertia[1], self.inertia[2]
-        return jnp.stack([(I2 - I3) / (I2 * I3), (I3 - I1) / (I3 * I1), (I1 - I2) / (I1 * I2)])
-
     def vector_field(self, m: Float[Array, "... 3"]) -> Float[Array, "... 3"]:
         a = self.coefficients
         m1, m2, m3 = m[..., 0], m[..., 1], m[..., 2]

@@ -78,12 +78,6 @@ class ZhukovskyVolterra(AngularMomentum):
             "beta": np.asarray(self.beta).tolist(),
         }
 
-    @property
-    def coefficients(self) -> Float[Array, " 3"]:
-        """(a1, a2, a3) with a1 = (I2 − I3)/(I2 I3) and cyclically (the Euler top's)."""
-        I1, I2, I3 = self.inertia[0], self.inertia[1], self.inertia[2]
-        return jnp.stack([(I2 - I3) / (I2 * I3), (I3 - I1) / (I3 * I1), (I1 - I2) / (I1 * I2)])
-
     def kahan_integrals(self, m, h) -> dict:
         """Kahan's two integrals with β along one axis (the module docstring), keyed by
         the index they carry (K_i, K_j); {} where β has two or three non-zero
