@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The ensemble and peer benchmarks on a GPU in float64 and float32, and the same code on
+# the same machine's CPU (JAX_PLATFORMS=cpu): four tables and the machine, in OUTDIR.
+#
+#     bash benchmarks/gpu.sh [OUTDIR]        (QUICK=1: the small sizes, as a smoke test)
+#
+# Needs jax with CUDA (pip install -e ".[cuda,bench]"), diffrax and numba (numba-cuda for
+# its row). Each run has its own time limit, so one that hangs costs only its own table.
+set -u
+cd "$(dirname "$0")/.."
+out=${1:-gpu-results}
+mkdir -p "$out"
+py=${PYTHON:-python3}
+quick=${QUICK:+--quick}
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+export PYTHONPATH=$PWD/src:$PWD/benchmarks${PYTHONPATH:+:$PYTHONPATH}
+{
+    date -u
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    lscpu | grep -E '^(Model name|CPU\(s\))'
+    $py -c "import jax, numba, diffrax; print('jax', jax.__version__, jax.devices(), \
+'numba', numba.__version__, 'diffrax', diffrax.__version__)"
+} > "$out/machine.txt" 2>&1
+for where in gpu cpu; do
+    plat=""
+    [ "$where" = cpu ] && plat=cpu
+    for d in float64 float32; do
+        JAX_PLATFORMS=$plat timeout "${LIMIT:-100}" $py benchmarks/ensemble.py $quick \
+            --dtype $d --long 1e6 >> "$out/ensemble-$where.md" 2>&1
+        echo "exit $?" >> "$out/ensemble-$where.md"
+        JAX_PLATFORMS=$plat timeout "${LIMIT:-100}" $py benchmarks/peers.py $quick \
+            --dtype $d >> "$out/peers-$where.md" 2>&1
+        echo "exit $?" >> "$out/peers-$where.md"
+    done
+done
