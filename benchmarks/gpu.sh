@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The ensemble and peer benchmarks on a GPU in float64 and float32, and the same code on
-# the same machine's CPU (JAX_PLATFORMS=cpu): four tables and the machine, in OUTDIR.
+# the same machine's CPU (JAX_PLATFORMS=cpu): the tables and the machine, in OUTDIR.
 #
-#     bash benchmarks/gpu.sh [OUTDIR]        (QUICK=1: the small sizes, as a smoke test)
+#     bash benchmarks/gpu.sh [OUTDIR]
 #
+# Settings (environment): QUICK=1 the small sizes (a smoke test); WHERE="gpu cpu" which
+# backends; DTYPES="float64 float32"; LONG=1e6 the steps of the long one-body run;
+# LIMIT=100 seconds per script (one that hangs costs only its own table).
 # Needs jax with CUDA (pip install -e ".[cuda,bench]"), diffrax and numba (numba-cuda for
-# its row). Each run has its own time limit, so one that hangs costs only its own table.
+# its row).
 set -u
 cd "$(dirname "$0")/.."
 out=${1:-gpu-results}
@@ -21,15 +24,15 @@ export PYTHONPATH=$PWD/src:$PWD/benchmarks${PYTHONPATH:+:$PYTHONPATH}
     $py -c "import jax, numba, diffrax; print('jax', jax.__version__, jax.devices(), \
 'numba', numba.__version__, 'diffrax', diffrax.__version__)"
 } > "$out/machine.txt" 2>&1
-for where in gpu cpu; do
+for where in ${WHERE:-gpu cpu}; do
     plat=""
     [ "$where" = cpu ] && plat=cpu
-    for d in float64 float32; do
+    for d in ${DTYPES:-float64 float32}; do
         JAX_PLATFORMS=$plat timeout "${LIMIT:-100}" $py benchmarks/ensemble.py $quick \
-            --dtype $d --long 1e6 >> "$out/ensemble-$where.md" 2>&1
+            --dtype "$d" --long "${LONG:-1e6}" >> "$out/ensemble-$where.md" 2>&1
         echo "exit $?" >> "$out/ensemble-$where.md"
         JAX_PLATFORMS=$plat timeout "${LIMIT:-100}" $py benchmarks/peers.py $quick \
-            --dtype $d >> "$out/peers-$where.md" 2>&1
+            --dtype "$d" >> "$out/peers-$where.md" 2>&1
         echo "exit $?" >> "$out/peers-$where.md"
     done
 done

@@ -299,6 +299,9 @@ def sections(quick: bool, dtype: str):
     on_gpu = jax.default_backend() == "gpu"
     nb_ns, nb_why = load(NUMBA_SRC, "numba")
     cpu = f" [{os.cpu_count()} CPUs]" if jax.default_backend() != "cpu" else ""
+    if on_gpu and not hasattr(np, "row_stack"):
+        # numba-cuda 0.x still calls np.row_stack, which NumPy 2.5 removed (its alias)
+        setattr(np, "row_stack", np.vstack)  # noqa: B010
     cu_ns, cu_why = load(CUDA_SRC, "numba-cuda") if on_gpu else (None, "no GPU")
     try:
         import diffrax as dfx
@@ -475,13 +478,29 @@ def sections(quick: bool, dtype: str):
     return [one, bat]
 
 
-def main(quick: bool, dtype: str, out: str | None) -> None:
+def main(quick: bool = False, dtype: str = "float64", out: str | None = None) -> None:
     print(
         f"mechint {mi.__version__}, jax {jax.__version__}, device {jax.devices()[0]}, "
         f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), "
         f"{time.strftime('%Y-%m-%d')}"
     )
     tables = sections(quick, dtype)
+    rate = {r["name"].split(" [")[0]: r["rate"] for t in tables for r in t.rows}
+
+    def shown(name):
+        v = rate.get(name)
+        return "not run" if v is None else f"{v:.2e}"
+
+    odd = [r["name"] for t in tables for r in t.rows if "NOT THE SAME" in r["note"]]
+    block = next((k for k in rate if k.startswith("numba prange, ") and "members" in k), "")
+    print(
+        f"\ntargets: Kahan one trajectory >= 6e7 steps/s and >= the bare scan "
+        f"({shown('mechint Kahan (integrate)')} vs {shown('bare lax.scan, same Kahan step')}); "
+        f"RK4 >= its bare scan ({shown('mechint RK4 (integrate)')} vs "
+        f"{shown('bare lax.scan, same RK4 step')}); Kahan batch >= 1e9 body-steps/s, within "
+        f"2x of numba ({shown('mechint Kahan (integrate, vmap)')} vs {shown(block)}); "
+        f"every row the same map: {'no: ' + ', '.join(odd) if odd else 'yes'}"
+    )
     if out:
         with open(out, "w") as f:
             json.dump(

@@ -4,11 +4,12 @@ solution (issue 16).
     python benchmarks/work_precision.py [--quick] [--figure PATH] [--table PATH] [--cache PATH]
 
 Methods: DiscreteLagrangian(order=2..10) (Hairer–Vilmart's preprocessed Moser–Veselov
-map), RigidBodySplitting(order=2..10), Kahan∘Kahan-Li-8, the implicit midpoint rule, and
-SciPy's DOP853 (rtol = atol swept).  For each: the error max|m(T) − m_exact(T)| and the
-wall time (best of 2, compiled, one trajectory and a batch of 10^3 as one vmapped
-run; DOP853's batch is one stacked system).  The table gives, per method, the time to
-reach error 1e-12 (log-log interpolation between the runs around it).
+map), RigidBodySplitting(order=2..10), Kahan∘Kahan-Li-8, the implicit midpoint rule,
+SciPy's DOP853 and diffrax's Tsit5 and Dopri8 (adaptive, PID controller; rtol = atol
+swept; diffrax from the `bench` extra, whose absence is printed).  For each: the error
+max|m(T) − m_exact(T)| and the wall time, compiled: one trajectory (best of 3) and a
+batch of 10^3 (once; a vmapped run, DOP853's one stacked system).  The table gives, per
+method, the time to reach each error (log-log interpolation between the runs around it).
 Target: at error 1e-12, DMV-10 at least 10× faster than DOP853 for one trajectory and
 for a batch of 10^3.
 """
@@ -21,6 +22,8 @@ import json
 import math
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 from _timing import best_of
 from scipy.integrate import solve_ivp
@@ -92,6 +95,37 @@ def dop853(m0, T, tol):
     return sol.y[:, -1].reshape(-1, 3)
 
 
+DIFFRAX = ("Tsit5", "Dopri8")
+
+
+def diffrax_runs(T: float, batch: bool):
+    """A compiled adaptive diffrax solve of the Euler top to T for each of ``DIFFRAX``
+    (None where diffrax is not installed): ``run(m0, tol)``, rtol = atol = tol traced,
+    so the sweep compiles once."""
+    try:
+        import diffrax as dfx
+    except ImportError:
+        return None
+    a = jnp.asarray(TOP.coefficients)
+    term = dfx.ODETerm(
+        lambda t, m, args: jnp.stack([a[0] * m[1] * m[2], a[1] * m[2] * m[0], a[2] * m[0] * m[1]])
+    )
+
+    def make(solver):
+        def one(m0, tol):
+            sol = dfx.diffeqsolve(
+                term, solver, 0.0, T, None, m0, max_steps=None,
+                stepsize_controller=dfx.PIDController(rtol=tol, atol=tol),
+                saveat=dfx.SaveAt(t1=True),
+            )  # fmt: skip
+            return sol.ys[-1]
+
+        f = jax.jit(jax.vmap(one, in_axes=(0, None)) if batch else one)
+        return lambda m0, tol: np.asarray(f(jnp.asarray(m0), jnp.asarray(tol)))
+
+    return {name: make(getattr(dfx, name)()) for name in DIFFRAX}
+
+
 def at_goal(points: list[tuple[float, float]], goal: float = GOAL) -> float:
     """The least time that reaches error ``goal``: the cheapest run at or below it, or the
     log-log interpolation between a run below it and a cheaper run above (nan if never
@@ -154,7 +188,22 @@ def main(
             float(np.max(np.abs(many.result - exactb))), many.best,
         ))  # fmt: skip
 
-    names = [*methods(quick), "DOP853 (SciPy)"]  # the reading order, whatever was cached
+    peers_one, peers_many = diffrax_runs(T, False), diffrax_runs(T, True)
+    for name in DIFFRAX if peers_one else ():
+        key = f"{name} (diffrax)"
+        f1, fb = peers_one[name], peers_many[name]
+        for tol in [1e-8] if quick else [1e-6, 1e-8, 1e-10, 1e-11, 1e-12, 1e-13]:
+            f1(M0, tol), fb(mb, tol)  # compile (once: tol is traced)
+            one = best_of(lambda t=tol, f=f1: f(M0, t), 3, False)
+            many = best_of(lambda t=tol, f=fb: f(mb, t), 1, False)
+            curves.setdefault(key, []).append((
+                float(np.max(np.abs(one.result - exact1))), one.best,
+                float(np.max(np.abs(many.result - exactb))), many.best,
+            ))  # fmt: skip
+    if not peers_one:
+        print("diffrax is not installed: its rows are missing (pip install -e '.[bench]')")
+    peers = [f"{n} (diffrax)" for n in DIFFRAX]
+    names = [*methods(quick), "DOP853 (SciPy)", *peers]  # the reading order
     curves = {name: curves[name] for name in names if name in curves}
     print(f"Euler top I = (1, 1.5, 2), T = {T:g}, batch {batch}; time to reach the error")
     levels = ((0, 1e-12), (0, 1e-10), (1, 1e-11), (1, 1e-10))
@@ -177,21 +226,38 @@ def main(
         rows.append(f"| {name} | {shown} | {best[0]} / {best[1]} |")
     print("\n".join(rows))
     d, m = goal["DOP853 (SciPy)"], goal["DMV-10"]
-    ratios = [
-        "neither reaches it" if math.isnan(dv) and math.isnan(mv)
-        else "DOP853 never" if math.isnan(dv)
-        else "DMV-10 never" if math.isnan(mv)
-        else f"{dv / mv:.1f}x"
-        for dv, mv in zip(d, m, strict=True)
-    ]  # fmt: skip
+    ratios = speedups(d, m, "DOP853")
     print(
         f"targets: DMV-10 vs DOP853: {ratios[0]} (one, 1e-12), {ratios[1]} (one, 1e-10), "
         f"{ratios[2]} (batch, 1e-11), {ratios[3]} (batch, 1e-10); goal >= 10x"
     )
+    if any(p in goal for p in peers):
+        # diffrax's best method at each level: the fastest of Tsit5 and Dopri8 there
+        best = [min((goal[p][i] for p in peers if p in goal), key=_nan_last) for i in range(4)]
+        shown = speedups(best, m, "diffrax")
+        print(
+            f"targets: DMV-10 vs diffrax's best: {shown[1]} at 1e-10 (goal >= 2x), "
+            f"{shown[0]} at 1e-12 (goal >= 4x), one trajectory; {shown[3]} (batch, 1e-10)"
+        )
     if table:
         Path(table).write_text("\n".join(rows) + "\n")
     if figure:
         draw(curves, T, batch, figure)
+
+
+def speedups(peer: list[float], ours: list[float], who: str) -> list[str]:
+    """The peer's time over DMV-10's at each level, or who never reaches it."""
+    return [
+        "neither reaches it" if math.isnan(p) and math.isnan(o)
+        else f"{who} never" if math.isnan(p)
+        else "DMV-10 never" if math.isnan(o)
+        else f"{p / o:.1f}x"
+        for p, o in zip(peer, ours, strict=True)
+    ]  # fmt: skip
+
+
+def _nan_last(x: float) -> float:
+    return math.inf if math.isnan(x) else x
 
 
 def draw(curves, T: float, batch: int, path: str) -> None:
@@ -204,9 +270,10 @@ def draw(curves, T: float, batch: int, path: str) -> None:
     markers = "osD^v<>ph*XP"
     colours = plt.get_cmap("tab20")(np.r_[0:20:2, 1:20:2] / 20)  # the dark hues first
     for k, (name, pts) in enumerate(curves.items()):
-        dop = name.startswith("DOP853")
+        dop = name.startswith("DOP853") or name.endswith("(diffrax)")
         style = dict(marker=markers[k % len(markers)], ms=5, label=name,
-                     color="black" if dop else colours[k % 20],
+                     color=("black" if name.startswith("DOP") else "0.45") if dop
+                     else colours[k % 20],
                      ls="--" if dop or name.startswith("splitting") else "-")  # fmt: skip
         for ax, (e_i, t_i) in zip(axes, ((0, 1), (2, 3)), strict=True):
             # joined in the order run: decreasing step size (or tolerance)

@@ -71,6 +71,8 @@ def decode(fail) -> tuple[Any, Any]:
     """(failed step, −1 where none; reason code, 0 where none) from the packed record
     (NumPy or JAX arrays alike)."""
     xp = np if isinstance(fail, np.ndarray) else jnp
+    if xp is np and not np.any(fail >= 0):  # nothing failed (−1 throughout): no arithmetic
+        return fail, np.zeros_like(fail)
     return xp.where(fail >= 0, fail // _CODES, -1), xp.where(fail >= 0, fail % _CODES, 0)
 
 
@@ -79,6 +81,8 @@ def blank_failed(x, failed_step, sample_step):
     of a failed member from its failing step on: they are not results.  ``sample_step``:
     the step of each sample.  NumPy or JAX arrays alike (the one home of this rule)."""
     xp = np if isinstance(failed_step, np.ndarray) else jnp
+    if xp is np and not np.any(failed_step >= 0):  # nothing to blank: no pass over x
+        return x
     at = sample_step.reshape((-1,) + (1,) * failed_step.ndim)
     valid = (failed_step < 0) | (at < failed_step)
     return jax.tree.map(
@@ -133,17 +137,22 @@ def run_saves(
     """The step loop: ``length`` saves of ``save_every`` steps each from ``carry``;
     returns (carry, the saved states stacked along a leading axis of ``length``).
 
-    ``save_every`` static (a Python int) and ``n_saves`` None: chunks of steps whose
-    derivative is the structured recurrence of ``_chunk`` (forward and reverse mode;
-    ``checkpoint`` recomputes each chunk in the reverse pass).  ``save_every`` traced:
-    a ``while_loop`` (one compiled program for any interval; ``simulate``), where
+    It runs as one ``fori_loop`` of tracked steps per save inside a ``scan`` over the
+    saves (``_loop_saves``): one loop level per step, nothing copied per step.
+    ``save_every`` static (a Python int) and ``n_saves`` None: that loop's derivative is
+    the chunked, structured recurrence of ``_static_saves`` (a ``custom_jvp`` around the
+    whole run: the forward pass alone never pays for the chunks; ``checkpoint``
+    recomputes each chunk in the reverse pass).  ``save_every`` traced: one compiled
+    program for any interval (``simulate``, and ``integrate`` on concrete input), where
     ``n_saves`` (traced, ≤ length) makes only the first n_saves saves step and the rest
     repeat the last state (``simulate``'s chunks of a power-of-two ``length``)."""
     if isinstance(save_every, int) and n_saves is None:
-        return _static_saves(
-            system, integrator, carry, h, save_every, length, batched=batched,
-            checkpoint=checkpoint,
-        )  # fmt: skip
+        return _saves(integrator, save_every, length, batched, bool(checkpoint), system, h, carry)
+    return _loop_saves(system, integrator, carry, h, save_every, length, batched, n_saves)
+
+
+def _loop_saves(system, integrator, carry, h, save_every, length: int, batched, n_saves=None):
+    """``run_saves``' loop as it runs (see there)."""
     one_step = tracked_step(system, integrator, h, batched)
 
     def segment(c):
@@ -157,6 +166,23 @@ def run_saves(
         return c, c[0]
 
     return jax.lax.scan(one_save, carry, jnp.arange(length))
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2, 3, 4))
+def _saves(integrator, every: int, length: int, batched: bool, checkpoint: bool, system, h, carry):
+    """``length`` saves of ``every`` steps: the plain loop forward, the structured
+    chunks (``_static_saves``) for a derivative."""
+    return _loop_saves(system, integrator, carry, h, every, length, batched)
+
+
+@_saves.defjvp
+def _saves_jvp(integrator, every, length, batched, checkpoint, primals, tangents):
+    def run(system, h, carry):
+        return _static_saves(
+            system, integrator, carry, h, every, length, batched=batched, checkpoint=checkpoint
+        )
+
+    return jax.jvp(run, primals, tangents)
 
 
 # -- the structured derivative of a run ------------------------------------------------
@@ -346,6 +372,8 @@ def _chunk_jvp(integrator, batched, length, every, primals, tangents):
 
 @partial(jax.jit, static_argnames=("integrator", "steps", "save_every", "batched", "checkpoint"))
 def _integrate(system, integrator, x0, h, t0, *, steps, save_every, batched, checkpoint):
+    """``integrate`` under a transform: ``steps`` and ``save_every`` static (a derivative
+    needs the chunks' lengths)."""
     real = jax.tree.leaves(x0)[0].dtype
     batch = jax.tree.leaves(x0)[0].shape[0] if batched else None
     carry = initial_carry(x0, batch, real)
@@ -353,9 +381,28 @@ def _integrate(system, integrator, x0, h, t0, *, steps, save_every, batched, che
     carry, xs = run_saves(
         system, integrator, carry, h, save_every, n_saves, batched=batched, checkpoint=checkpoint
     )
+    return _solution(x0, carry, xs, h, t0, save_every, n_saves, batched)
+
+
+@partial(jax.jit, static_argnames=("integrator", "n_saves", "batched"))
+def _integrate_concrete(system, integrator, x0, h, t0, every, *, n_saves, batched):
+    """``integrate`` on concrete input (nothing to differentiate): the save interval is
+    traced, so one compiled program serves any number of steps with ``n_saves`` saves."""
+    real = jax.tree.leaves(x0)[0].dtype
+    batch = jax.tree.leaves(x0)[0].shape[0] if batched else None
+    carry = initial_carry(x0, batch, real)
+    carry, xs = run_saves(
+        system, integrator, carry, h, every, n_saves, batched=batched, checkpoint=False
+    )
+    return _solution(x0, carry, xs, h, t0, every, n_saves, batched)
+
+
+def _solution(x0, carry, xs, h, t0, every, n_saves: int, batched: bool) -> Solution:
+    """The ``Solution`` of a run: x0 and the saves, failed members' samples blanked."""
+    real = jax.tree.leaves(x0)[0].dtype
     x = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), x0, xs)
     failed_step, reason = decode(carry[2])
-    sample = jnp.arange(n_saves + 1) * save_every
+    sample = jnp.arange(n_saves + 1) * every
     x = blank_failed(x, failed_step, sample)
     if batched:
         x = jax.tree.map(lambda a: jnp.moveaxis(a, 0, 1), x)
@@ -424,10 +471,13 @@ def integrate(
     cast = partial(jax.tree.map, lambda a: jnp.asarray(a, dtype=real))
     if real != jnp.float64:
         system = cast(system)
+    args = (system, integrator, cast(x0), jnp.asarray(h, real), jnp.asarray(t0, real))
+    if not _validate.traced((system, x0, h, t0)):
+        every = jnp.asarray(save_every, dtype=jnp.int64)
+        return _integrate_concrete(*args, every, n_saves=steps // save_every, batched=batched)
     return _integrate(
-        system, integrator, cast(x0), jnp.asarray(h, real), jnp.asarray(t0, real),
-        steps=steps, save_every=save_every, batched=batched, checkpoint=bool(checkpoint),
-    )  # fmt: skip
+        *args, steps=steps, save_every=save_every, batched=batched, checkpoint=bool(checkpoint)
+    )
 
 
 def _traced_state(system: System, x0) -> tuple[Any, bool]:

@@ -39,6 +39,9 @@ from mechint.trajectory import Trajectory, reason_labels
 
 # Body-steps per chunk: long enough to amortise dispatch, short enough for progress.
 _CHUNK_BODY_STEPS = 1 << 22
+# ... and at least this many steps by default (a huge batch: each call hands its state
+# to the host, and calls of one step would do that every step)
+_MIN_CALL_STEPS = 64
 # Saved numbers per chunk at most (16 MiB in float64): what a chunk's buffer holds
 # whatever the size of a sample (a batch, a body of large n, its attitude).
 _CHUNK_NUMBERS = 1 << 21
@@ -196,8 +199,9 @@ def simulate(
         the last one saved, and continues bit for bit.
     chunk_steps
         Body-steps (steps × batch size) per compiled call, rounded to whole save
-        intervals where an interval is shorter (default 2^22); a longer save interval
-        is run in calls of about this many steps, so no call runs unbounded.
+        intervals where an interval is shorter (default 2^22, and at least 64 steps
+        of the whole batch: every call hands the state to the host); a longer save
+        interval is run in calls of about this many steps, so no call runs unbounded.
     chunk_seconds
         Aim for calls of about this many seconds (at most ``chunk_steps``): the first
         call is short (1/256 of the budget), the next ones are sized from the rate the
@@ -241,9 +245,10 @@ def simulate(
     plan = make_plan(system, integrator, x0, h, steps, save_every, t0=t0, dtype=dtype,
                      orientation=orientation, compensated=compensated,
                      compensation=compensation, step0=step0)  # fmt: skip
-    chunk = (
-        _CHUNK_BODY_STEPS if chunk_steps is None else _validate.count("chunk_steps", chunk_steps)
-    )
+    if chunk_steps is None:  # a call's steps: 2^22 body-steps, and at least 64 steps
+        chunk = max(_CHUNK_BODY_STEPS, _MIN_CALL_STEPS * plan.batch)
+    else:
+        chunk = _validate.count("chunk_steps", chunk_steps)
     if chunk_seconds is not None and not chunk_seconds > 0:
         raise InputError("chunk_seconds", f"must be > 0, got {chunk_seconds!r}")
     return _drive(plan, chunk, chunk_seconds, progress=progress, on_chunk=on_chunk,
@@ -295,8 +300,6 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
                 system, integrator, carry, plan.h, jnp.asarray(every, dtype=jnp.int64),
                 jnp.asarray(n, dtype=jnp.int64), capacity=size, batched=batched,
             )  # fmt: skip
-            # a copy of the n saves: a view would keep the whole buffer alive
-            saved = jax.tree.map(lambda a, n=n: np.array(a[:n]), jax.device_get(saved))
             calls += 1
             spent = _clock() - began - (_COMPILE_CLOCK.seconds - compiling)
             sizer.next(n * every, spent)
@@ -312,6 +315,9 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
                         interrupt()
                     continue
                 into = 0  # the interval is complete (or its sample is a failed one's NaN)
+            # to the host only now (a piece of an interval saves nothing): a copy of the n
+            # saves, as a view would keep the whole buffer alive
+            saved = jax.tree.map(lambda a, n=n: np.array(a[:n]), jax.device_get(saved))
             if throw and np.any(fail_step >= 0):
                 _raise_failure(plan, samples, saved, done, carry, handed, n=n)
             samples.append(saved)
@@ -346,17 +352,21 @@ def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=No
     """The Trajectory of ``samples``, the run's saved samples from number ``first`` on
     (``steps``: the run's length when it stopped early; ``fail``: the failure record,
     by default the carry's)."""
-    x = jax.tree.map(lambda *parts: np.concatenate(parts, axis=0), *samples)
-    n_saved = jax.tree.leaves(x)[0].shape[0]
-    full = (plan.steps if steps is None else steps) // plan.save_every + 1 - first
     fail_step, codes, residual = fail or _failure(carry)
-    if n_saved < full and np.all(fail_step >= 0):  # stopped early: every member failed
-        x = jax.tree.map(lambda a: _pad(a, full), x)
-        n_saved = full
+    full = (plan.steps if steps is None else steps) // plan.save_every + 1 - first
+    if plan.batched and not np.any(fail_step >= 0):  # one pass into the batch's layout
+        x = jax.tree.map(_members_first, *samples)
+        n_saved = jax.tree.leaves(x)[0].shape[1]
+    else:
+        x = jax.tree.map(lambda *parts: np.concatenate(parts, axis=0), *samples)
+        n_saved = jax.tree.leaves(x)[0].shape[0]
+        if n_saved < full and np.all(fail_step >= 0):  # stopped early: every member failed
+            x = jax.tree.map(lambda a: _pad(a, full), x)
+            n_saved = full
+        x = blank_failed(x, fail_step, np.arange(first, first + n_saved) * plan.save_every)
+        if plan.batched:
+            x = jax.tree.map(lambda a: np.ascontiguousarray(np.moveaxis(a, 0, 1)), x)
     index = np.arange(first, first + n_saved)
-    x = blank_failed(x, fail_step, index * plan.save_every)
-    if plan.batched:
-        x = jax.tree.map(lambda a: np.ascontiguousarray(np.moveaxis(a, 0, 1)), x)
     t = plan.t0 + plan.h * (plan.save_every * index.astype(np.float64))
     x, extras = unwrap_all(plan.integrator, x)
     if plan.step0:  # a continued run: its failures numbered from the whole run's start
@@ -383,6 +393,17 @@ def _failure(carry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     fail_step, codes = decode(np.asarray(carry[2]))
     residual = np.where(fail_step >= 0, np.asarray(carry[3], dtype=np.float64), 0.0)
     return fail_step, codes, residual
+
+
+def _members_first(*parts: np.ndarray) -> np.ndarray:
+    """Parts of samples (n_i, B, ...) joined as (B, Σ n_i, ...), written once."""
+    out = np.empty((parts[0].shape[1], sum(len(p) for p in parts), *parts[0].shape[2:]),
+                   dtype=np.result_type(*parts))  # fmt: skip
+    at = 0
+    for p in parts:
+        out[:, at : at + len(p)] = np.moveaxis(p, 0, 1)
+        at += len(p)
+    return out
 
 
 def _pad(a: np.ndarray, n: int) -> np.ndarray:
