@@ -114,8 +114,10 @@ def _freeze(frozen, old, new):
 
 
 def tracked_step(system, integrator: Integrator, h, batched: bool):
-    """One step on the carry: advance x, record the first failure (step × 8 + reason and
-    its residual), freeze a failed member.  The one step of every run."""
+    """One step on the carry: advance x, record the first failure (step × 8 + reason),
+    freeze a failed member.  The one step of every run.  The failure's residual is not
+    kept here (a third buffer updated each step makes XLA copy the state every step):
+    ``settle`` fills it in after the loop."""
     step = integrator.step
     if batched:
         step = jax.vmap(step, in_axes=(None, 0, None))
@@ -125,10 +127,26 @@ def tracked_step(system, integrator: Integrator, h, batched: bool):
         x_new, st = step(system, x, h)
         newly = (fail < 0) & ~st.ok
         fail = jnp.where(newly, (k + 1) * _CODES + st.reason.astype(fail.dtype), fail)
-        fail_res = jnp.where(newly, st.residual.astype(fail_res.dtype), fail_res)
         return _freeze(fail >= 0, x, x_new), k + 1, fail, fail_res
 
     return one_step
+
+
+def settle(system, integrator: Integrator, h, batched: bool, before, after):
+    """``after`` (a loop's carry from ``before``) with the residual of each member that
+    failed in the loop: its failing step evaluated again at its frozen state, which is
+    the state that step started from (one step, only when a member failed)."""
+    step = integrator.step
+    if batched:
+        step = jax.vmap(step, in_axes=(None, 0, None))
+    x, k, fail, res = after
+    newly = (before[2] < 0) & (fail >= 0)
+
+    def fill(res):
+        st = step(system, x, h)[1]
+        return jnp.where(newly, jax.lax.stop_gradient(st.residual).astype(res.dtype), res)
+
+    return x, k, fail, jax.lax.cond(jnp.any(newly), fill, lambda r: r, res)
 
 
 def run_saves(
@@ -147,8 +165,12 @@ def run_saves(
     ``n_saves`` (traced, ≤ length) makes only the first n_saves saves step and the rest
     repeat the last state (``simulate``'s chunks of a power-of-two ``length``)."""
     if isinstance(save_every, int) and n_saves is None:
-        return _saves(integrator, save_every, length, batched, bool(checkpoint), system, h, carry)
-    return _loop_saves(system, integrator, carry, h, save_every, length, batched, n_saves)
+        out, xs = _saves(
+            integrator, save_every, length, batched, bool(checkpoint), system, h, carry
+        )
+    else:
+        out, xs = _loop_saves(system, integrator, carry, h, save_every, length, batched, n_saves)
+    return settle(system, integrator, h, batched, carry, out), xs
 
 
 def _loop_saves(system, integrator, carry, h, save_every, length: int, batched, n_saves=None):
