@@ -43,6 +43,7 @@ $(BENCH)/.installed: pyproject.toml
 	touch $@
 
 bench: $(BENCH)/.installed
+	$(BENCH)/bin/python benchmarks/peers.py
 	$(BENCH)/bin/python benchmarks/euler_top.py
 	$(BENCH)/bin/python benchmarks/rigid_bodies.py
 

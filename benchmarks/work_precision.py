@@ -270,11 +270,11 @@ def draw(curves, T: float, batch: int, path: str) -> None:
     markers = "osD^v<>ph*XP"
     colours = plt.get_cmap("tab20")(np.r_[0:20:2, 1:20:2] / 20)  # the dark hues first
     for k, (name, pts) in enumerate(curves.items()):
-        dop = name.startswith("DOP853") or name.endswith("(diffrax)")
+        dop, peer = name.startswith("DOP853"), name.endswith("(diffrax)")
         style = dict(marker=markers[k % len(markers)], ms=5, label=name,
-                     color=("black" if name.startswith("DOP") else "0.45") if dop
-                     else colours[k % 20],
-                     ls="--" if dop or name.startswith("splitting") else "-")  # fmt: skip
+                     color="black" if dop or peer else colours[k % 20],
+                     ls="-." if peer else "--" if dop or name.startswith("splitting")
+                     else "-")  # fmt: skip
         for ax, (e_i, t_i) in zip(axes, ((0, 1), (2, 3)), strict=True):
             # joined in the order run: decreasing step size (or tolerance)
             shown = [(p[t_i], p[e_i]) for p in pts if not math.isnan(p[t_i])]
