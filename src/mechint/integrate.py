@@ -141,17 +141,20 @@ def settle(system, integrator: Integrator, h, batched: bool, before, after):
         step = jax.vmap(step, in_axes=(None, 0, None))
     x, k, fail, res = after
     newly = (before[2] < 0) & (fail >= 0)
+    # no derivative flows through the residual (a diagnostic): nothing to trace for it
+    at, system, h = jax.lax.stop_gradient((x, system, h))
 
     def fill(res):
-        st = step(system, x, h)[1]
-        return jnp.where(newly, jax.lax.stop_gradient(st.residual).astype(res.dtype), res)
+        st = step(system, at, h)[1]
+        return jnp.where(newly, st.residual.astype(res.dtype), res)
 
     return x, k, fail, jax.lax.cond(jnp.any(newly), fill, lambda r: r, res)
 
 
 def run_saves(
-    system, integrator, carry, h, save_every, length: int, *, batched, n_saves=None, checkpoint
-):
+    system, integrator, carry, h, save_every, length: int, *, batched, n_saves=None,
+    checkpoint, settled: bool = True,
+):  # fmt: skip
     """The step loop: ``length`` saves of ``save_every`` steps each from ``carry``;
     returns (carry, the saved states stacked along a leading axis of ``length``).
 
@@ -163,14 +166,18 @@ def run_saves(
     recomputes each chunk in the reverse pass).  ``save_every`` traced: one compiled
     program for any interval (``simulate``, and ``integrate`` on concrete input), where
     ``n_saves`` (traced, ≤ length) makes only the first n_saves saves step and the rest
-    repeat the last state (``simulate``'s chunks of a power-of-two ``length``)."""
+    repeat the last state (``simulate``'s chunks of a power-of-two ``length``).
+    ``settled``: the residuals of the failures filled in (``settle``); ``simulate``
+    leaves them to its host loop, which settles only a call where a member failed."""
     if isinstance(save_every, int) and n_saves is None:
         out, xs = _saves(
             integrator, save_every, length, batched, bool(checkpoint), system, h, carry
         )
     else:
         out, xs = _loop_saves(system, integrator, carry, h, save_every, length, batched, n_saves)
-    return settle(system, integrator, h, batched, carry, out), xs
+    if settled:
+        out = settle(system, integrator, h, batched, carry, out)
+    return out, xs
 
 
 def _loop_saves(system, integrator, carry, h, save_every, length: int, batched, n_saves=None):

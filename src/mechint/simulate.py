@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from mechint import _validate
 from mechint.errors import InputError, StepFailure
-from mechint.integrate import blank_failed, decode, initial_carry, run_saves
+from mechint.integrate import blank_failed, decode, initial_carry, run_saves, settle
 from mechint.maps import Reason, unwrap_all
 from mechint.plan import Plan, make_plan
 from mechint.trajectory import Trajectory, reason_labels
@@ -98,8 +98,12 @@ def _advance(system, integrator, carry, h, save_every, n_saves, *, capacity, bat
     power-of-two chunk size."""
     return run_saves(
         system, integrator, carry, h, save_every, capacity,
-        batched=batched, n_saves=n_saves, checkpoint=False,
+        batched=batched, n_saves=n_saves, checkpoint=False, settled=False,
     )  # fmt: skip
+
+
+# the failures' residuals, compiled only for a run in which a member failed
+_settle = jax.jit(settle, static_argnames=("integrator", "batched"))
 
 
 def _plan(n_saves: int, save_every: int, batch: int, chunk: int = _CHUNK_BODY_STEPS) -> int:
@@ -295,16 +299,18 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
                 every, n = save_every, min(sizer.size // save_every, per_chunk, n_saves - done)
             else:  # a piece of one save interval
                 every, n = min(sizer.size, save_every - into), 1
-            began, compiling = _clock(), _COMPILE_CLOCK.seconds
+            began, compiling, before = _clock(), _COMPILE_CLOCK.seconds, carry
             carry, saved = _advance(
                 system, integrator, carry, plan.h, jnp.asarray(every, dtype=jnp.int64),
                 jnp.asarray(n, dtype=jnp.int64), capacity=size, batched=batched,
             )  # fmt: skip
             calls += 1
+            fail_step = decode(np.asarray(carry[2]))[0]
+            if np.any(fail_step[np.asarray(before[2]) < 0] >= 0):  # failed in this call
+                carry = _settle(system, integrator, plan.h, batched, before, carry)
             spent = _clock() - began - (_COMPILE_CLOCK.seconds - compiling)
             sizer.next(n * every, spent)
             bar.update(n * every)
-            fail_step = decode(np.asarray(carry[2]))[0]
             ended = bool(np.all(fail_step >= 0))  # every member failed
             if not whole:
                 into += every

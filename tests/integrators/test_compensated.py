@@ -2,6 +2,7 @@
 increments on the harmonic oscillator, where the exact map keeps H: the round-off in H
 grows like N ulp without it and like √N ulp with it."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -38,7 +39,44 @@ def test_energy_round_off_grows_like_sqrt_n(runs):
 def test_default_increment_is_the_step_difference():
     """A map without its own increment gives Φ_h(x) − x (compensation then gains nothing,
     and changes nothing either)."""
-    verlet = mi.integrators.StormerVerlet()
-    a = mi.simulate(OSC, verlet, X0, 0.1, 1000, 100)
-    b = mi.simulate(OSC, verlet, X0, 0.1, 1000, 100, compensated=True)
+    rk4 = mi.integrators.RK4()
+    a = mi.simulate(OSC, rk4, X0, 0.1, 1000, 100)
+    b = mi.simulate(OSC, rk4, X0, 0.1, 1000, 100, compensated=True)
     assert np.abs(a.x[0] - b.x[0]).max() < 1e-13
+
+
+KEPLER = mi.systems.Kepler()
+
+
+@pytest.mark.parametrize("scheme", ["yoshida4", "sofroniou-spaletta10"])
+def test_compositions_of_verlet_form_their_increments(scheme):
+    """Störmer–Verlet (separable H) and its compositions form the increment from the
+    kicks and drifts; it is the step's: x + d = Φ_h(x) to round-off of x, at every h."""
+    integ = mi.integrators.Composition(mi.integrators.StormerVerlet(), scheme)
+    x = KEPLER.periapsis_state(0.5)
+    for h in (0.3, 0.01, 1e-4):
+        new, st = integ.step(KEPLER, x, h)
+        d, st_d = integ.increment(KEPLER, x, h)
+        assert bool(st.ok) and bool(st_d.ok)
+        leaves = (jax.tree.leaves(v) for v in (x, new, d))
+        for a, b, c in zip(*leaves, strict=True):
+            a, b, c = (np.asarray(v) for v in (a, b, c))
+            assert np.abs((a + c) - b).max() <= 8 * EPS * np.abs(a).max()
+            assert np.abs(c).max() > 0.1 * h  # a real increment, of the size of h·f
+
+
+def test_compensated_composition_keeps_the_angular_momentum_to_round_off():
+    """Kepler (e = 0.5), Yoshida-4 of Störmer–Verlet, h = 0.002, 4·10⁴ steps: the map keeps
+    L exactly, so its error is round-off alone.  Measured: 4.3e-14 plain, 2.6e-16
+    compensated (166x); the energy error (truncation, 3.3e-10) is the same."""
+    integ = mi.integrators.Composition(mi.integrators.StormerVerlet(), "yoshida4")
+    x0 = KEPLER.periapsis_state(0.5)
+    errs = {}
+    for c in (False, True):
+        traj = mi.simulate(KEPLER, integ, x0, 0.002, 40_000, 100, compensated=c)
+        errs[c] = {
+            k: float(v.max()) for k, v in mi.diagnostics.invariant_errors(KEPLER, traj).items()
+        }
+    assert errs[False]["L"] > 1e-14
+    assert errs[True]["L"] < 2e-15 and errs[True]["L"] < errs[False]["L"] / 20
+    assert abs(errs[True]["H"] - errs[False]["H"]) < 0.01 * errs[False]["H"]

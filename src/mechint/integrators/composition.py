@@ -94,6 +94,10 @@ class Composition(Integrator):
     def step(self, system, x, h) -> tuple[object, StepStatus]:
         return stages.advance(system, x, h, [(self.base, g) for g in self.gamma])
 
+    def increment(self, system, x, h) -> tuple[object, StepStatus]:
+        """The sum of the stages' increments, each formed by the base map."""
+        return stages.advance_increment(system, x, h, [(self.base, g) for g in self.gamma])
+
     def preserved(self, system, x, h) -> dict:
         kept = self.base.preserved(system, x, h)
         own = system.invariants(x)

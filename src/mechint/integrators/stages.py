@@ -54,6 +54,39 @@ def advance(system, x, h, plan: Sequence[tuple[Integrator, float]]) -> tuple[obj
     return x, combine(statuses)
 
 
+def advance_increment(
+    system, x, h, plan: Sequence[tuple[Integrator, float]]
+) -> tuple[object, StepStatus]:
+    """Ψ_h(x) − x as the sum of the stages' own increments (each formed by its map,
+    ``Integrator.increment``): the increment of a composition carries round-off relative
+    to the increments, not to x, which is what compensated summation needs
+    (``integrators.Compensated``).  The stage states are x + (the sum so far)."""
+    real = jax.tree.leaves(x)[0].dtype
+    maps = [m for m, _ in plan]
+    zero = jax.tree.map(jnp.zeros_like, x)
+
+    def one(d, m, c):
+        y = jax.tree.map(lambda a, b: a + b, x, d)
+        delta, s = m.increment(system, y, c * h)
+        return jax.tree.map(lambda a, b: a + b, d, delta), s
+
+    if all(m == maps[0] for m in maps[1:]) and len(plan) > 1:
+
+        def stage(carry, c):
+            d, st = carry
+            d, s = one(d, maps[0], c)
+            return (d, combine([st, s])), None
+
+        coeffs = jnp.asarray([c for _, c in plan], dtype=real)
+        (d, st), _ = jax.lax.scan(stage, (zero, no_failure(real)), coeffs)
+        return d, st
+    d, statuses = zero, []
+    for m, c in plan:
+        d, s = one(d, m, c)
+        statuses.append(s)
+    return d, combine(statuses)
+
+
 @cache
 def _product(plan: tuple[tuple[int, float], ...], m: int, order: int) -> dict:
     """Coefficients of the words of length <= order in Π_i exp(c_i A_{j_i})."""

@@ -63,5 +63,18 @@ class StormerVerlet(ImplicitIntegrator):
         p1 = half - (0.5 * h) * Hq(q1, half)
         return (q1, p1), combine([s1, s2])
 
+    def increment(self, system: Canonical, x, h) -> tuple[object, StepStatus]:
+        """For separable H the increments (Δq, Δp) formed directly (Δp = the two half
+        kicks, Δq = h ∇T at the half-step momentum): their rounding is relative to the
+        increment, as compensated summation needs; otherwise the default."""
+        if not isinstance(system, Separable):
+            return super().increment(system, x, h)
+        q, p = x
+        kick1 = -(0.5 * h) * system.potential_gradient(q)
+        dq = h * system.kinetic_gradient(p + kick1)
+        kick2 = -(0.5 * h) * system.potential_gradient(q + dq)
+        d = (dq, kick1 + kick2)
+        return d, ok_status((q + dq, p + d[1]))
+
     def preserved(self, system, x, h) -> dict:
         return kept(system, system.momentum_maps, x)
