@@ -331,6 +331,33 @@ def test_failure_is_data_under_jit():
     np.testing.assert_array_equal(np.asarray(sol.x[1, 0]), x0[1])
 
 
+def test_a_failures_residual_is_the_failing_steps_own():
+    """The loop records the failing step and reason; the residual is filled in after it
+    (in the program under a transform, by the host on concrete input, per chunk in
+    simulate).  All three give the status the map itself reports at the state the
+    failing step started from; a healthy member has residual 0."""
+    top = S.EulerTop((1.0, 2.0, 3.0))
+    midpoint = I.ImplicitMidpoint()
+    x0 = np.array([[0.3, 0.2, 0.1], [3.0, 2.0, 4.0]])
+    h = 5.0
+    eager = mi.integrate(top, midpoint, x0, h, 40, 10)
+    traced = jax.jit(lambda x: mi.integrate(top, midpoint, x, h, 40, 10))(jnp.asarray(x0))
+    traj = mi.simulate(top, midpoint, x0, h, 40, 10, throw=False)
+    step = int(eager.failed_step[1])
+    assert step >= 1 and int(eager.failed_step[0]) == -1
+    before = mi.integrate(top, midpoint, x0[1], h, step - 1).x[-1]  # the frozen state
+    own = midpoint.step(top, before, jnp.asarray(h))[1]
+    assert not bool(own.ok) and Reason(int(own.reason)) is Reason.NOT_CONVERGED
+    for got in (eager, traced):
+        assert (
+            int(got.failed_step[1]) == step and Reason(int(got.reason[1])) is Reason.NOT_CONVERGED
+        )
+        assert float(got.residual[1]) == float(own.residual) > 0
+        assert float(got.residual[0]) == 0.0
+    assert int(traj.failed_step[1]) == step and float(traj.residual[1]) == float(own.residual)
+    assert float(traj.residual[0]) == 0.0
+
+
 def test_concrete_input_is_validated_and_traced_input_is_shape_checked():
     top = S.EulerTop()
     with pytest.raises(InputError, match="save_every"):

@@ -416,14 +416,20 @@ def _integrate(system, integrator, x0, h, t0, *, steps, save_every, batched, che
 @partial(jax.jit, static_argnames=("integrator", "n_saves", "batched"))
 def _integrate_concrete(system, integrator, x0, h, t0, every, *, n_saves, batched):
     """``integrate`` on concrete input (nothing to differentiate): the save interval is
-    traced, so one compiled program serves any number of steps with ``n_saves`` saves."""
+    traced, so one compiled program serves any number of steps with ``n_saves`` saves.
+    Returns the Solution and the loop's start and end: a failure's residual is settled
+    by the caller (``settle_failures``, compiled only for a run in which a member failed)."""
     real = jax.tree.leaves(x0)[0].dtype
     batch = jax.tree.leaves(x0)[0].shape[0] if batched else None
-    carry = initial_carry(x0, batch, real)
+    start = initial_carry(x0, batch, real)
     carry, xs = run_saves(
-        system, integrator, carry, h, every, n_saves, batched=batched, checkpoint=False
-    )
-    return _solution(x0, carry, xs, h, t0, every, n_saves, batched)
+        system, integrator, start, h, every, n_saves, batched=batched, checkpoint=False,
+        settled=False,
+    )  # fmt: skip
+    return _solution(x0, carry, xs, h, t0, every, n_saves, batched), start, carry
+
+
+settle_failures = jax.jit(settle, static_argnames=("integrator", "batched"))
 
 
 def _solution(x0, carry, xs, h, t0, every, n_saves: int, batched: bool) -> Solution:
@@ -503,7 +509,13 @@ def integrate(
     args = (system, integrator, cast(x0), jnp.asarray(h, real), jnp.asarray(t0, real))
     if not _validate.traced((system, x0, h, t0)):
         every = jnp.asarray(save_every, dtype=jnp.int64)
-        return _integrate_concrete(*args, every, n_saves=steps // save_every, batched=batched)
+        sol, start, end = _integrate_concrete(
+            *args, every, n_saves=steps // save_every, batched=batched
+        )
+        if np.any(np.asarray(sol.failed_step) >= 0):
+            res = settle_failures(args[0], integrator, args[3], batched, start, end)[3]
+            sol = sol._replace(residual=jnp.where(sol.failed_step >= 0, res, 0.0))
+        return sol
     return _integrate(
         *args, steps=steps, save_every=save_every, batched=batched, checkpoint=bool(checkpoint)
     )

@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from mechint import _validate
 from mechint.errors import InputError, StepFailure
-from mechint.integrate import blank_failed, decode, initial_carry, run_saves, settle
+from mechint.integrate import blank_failed, decode, initial_carry, run_saves, settle_failures
 from mechint.maps import Reason, unwrap_all
 from mechint.plan import Plan, make_plan
 from mechint.trajectory import Trajectory, reason_labels
@@ -100,10 +100,6 @@ def _advance(system, integrator, carry, h, save_every, n_saves, *, capacity, bat
         system, integrator, carry, h, save_every, capacity,
         batched=batched, n_saves=n_saves, checkpoint=False, settled=False,
     )  # fmt: skip
-
-
-# the failures' residuals, compiled only for a run in which a member failed
-_settle = jax.jit(settle, static_argnames=("integrator", "batched"))
 
 
 def _plan(n_saves: int, save_every: int, batch: int, chunk: int = _CHUNK_BODY_STEPS) -> int:
@@ -307,7 +303,7 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
             calls += 1
             fail_step = decode(np.asarray(carry[2]))[0]
             if np.any(fail_step[np.asarray(before[2]) < 0] >= 0):  # failed in this call
-                carry = _settle(system, integrator, plan.h, batched, before, carry)
+                carry = settle_failures(system, integrator, plan.h, batched, before, carry)
             spent = _clock() - began - (_COMPILE_CLOCK.seconds - compiling)
             sizer.next(n * every, spent)
             bar.update(n * every)

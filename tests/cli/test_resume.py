@@ -16,7 +16,9 @@ import mechint as mi
 from mechint import io
 from tests.cli.helpers import invoke, killed_run
 
-STEPS, EVERY, H = 40_000_000, 100_000, 0.001
+# long enough that a signal sent after the first checkpoint lands before the run ends
+# (about a second of Kahan steps on the 2-core machine)
+STEPS, EVERY, H = 80_000_000, 100_000, 0.001
 ARGS = [
     "run", "--system", "euler-top", "--inertia", "2,1,0.6667", "--x0", "0.45,0,0.89",
     "--integrator", "kahan", "--h", str(H), "--steps", str(STEPS), "--save-every", str(EVERY),
