@@ -267,8 +267,8 @@ def long_time(quick: bool = False) -> None:
     exact = mi.exact.euler_top(TOP, M0, T)
     curves: dict[str, list[tuple[float, float]]] = {}
     for name, order, hs in (
-        ("DMV-8", 8, [0.2, 0.1, 0.05] if not quick else [0.2]),
-        ("DMV-10", 10, [0.4, 0.2, 0.1, 0.05] if not quick else [0.4]),
+        ("DMV-8", 8, [0.4, 0.2, 0.1, 0.05] if not quick else [0.2]),
+        ("DMV-10", 10, [1.0, 0.6, 0.4, 0.2, 0.1] if not quick else [0.4]),
     ):
         integrator = I.DiscreteLagrangian(order=order)
         for h in hs:
