@@ -358,6 +358,25 @@ def test_a_failures_residual_is_the_failing_steps_own():
     assert float(traj.residual[0]) == 0.0
 
 
+def test_concrete_input_inside_a_callers_transform():
+    """Inputs closed over (concrete) but the call staged into the caller's jit or scan:
+    the same Solution as the eager call, the failure's residual included."""
+    top = S.EulerTop((1.0, 2.0, 3.0))
+    midpoint = I.ImplicitMidpoint()
+    x0 = np.array([[0.3, 0.2, 0.1], [3.0, 2.0, 4.0]])
+    eager = mi.integrate(top, midpoint, x0, 5.0, 40, 10)
+    staged = jax.jit(lambda: mi.integrate(top, midpoint, x0, 5.0, 40, 10))()
+    for a, b in zip(jax.tree.leaves(eager), jax.tree.leaves(staged), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert float(staged.residual[1]) > 0
+    total = jax.lax.scan(
+        lambda c, _: (c + mi.integrate(top, midpoint, x0[0], 0.1, 40, 10).x.sum(), None),
+        0.0, None, length=2,
+    )[0]  # fmt: skip
+    alone = float(mi.integrate(top, midpoint, x0[0], 0.1, 40, 10).x.sum())
+    assert abs(float(total) - 2 * alone) <= 1e-12 * abs(alone)
+
+
 def test_concrete_input_is_validated_and_traced_input_is_shape_checked():
     top = S.EulerTop()
     with pytest.raises(InputError, match="save_every"):

@@ -72,7 +72,7 @@ def decode(fail) -> tuple[Any, Any]:
     (NumPy or JAX arrays alike)."""
     xp = np if isinstance(fail, np.ndarray) else jnp
     if xp is np and not np.any(fail >= 0):  # nothing failed (−1 throughout): no arithmetic
-        return fail, np.zeros_like(fail)
+        return np.array(fail), np.zeros_like(fail)  # a copy: the caller's, writable
     return xp.where(fail >= 0, fail // _CODES, -1), xp.where(fail >= 0, fail % _CODES, 0)
 
 
@@ -512,10 +512,13 @@ def integrate(
         sol, start, end = _integrate_concrete(
             *args, every, n_saves=steps // save_every, batched=batched
         )
-        if np.any(np.asarray(sol.failed_step) >= 0):
+        if _validate.traced(sol.failed_step):  # staged into a caller's jit, scan, ...
+            res = settle(args[0], integrator, args[3], batched, start, end)[3]
+        elif np.any(np.asarray(sol.failed_step) >= 0):
             res = settle_failures(args[0], integrator, args[3], batched, start, end)[3]
-            sol = sol._replace(residual=jnp.where(sol.failed_step >= 0, res, 0.0))
-        return sol
+        else:
+            return sol
+        return sol._replace(residual=jnp.where(sol.failed_step >= 0, res, 0.0))
     return _integrate(
         *args, steps=steps, save_every=save_every, batched=batched, checkpoint=bool(checkpoint)
     )

@@ -200,8 +200,9 @@ def simulate(
     chunk_steps
         Body-steps (steps × batch size) per compiled call, rounded to whole save
         intervals where an interval is shorter (default 2^22, and at least 64 steps
-        of the whole batch: every call hands the state to the host); a longer save
-        interval is run in calls of about this many steps, so no call runs unbounded.
+        of the whole batch, as far as one call's saved samples fit in 2^21 numbers:
+        every call hands the state to the host); a longer save interval is run in
+        calls of about this many steps, so no call runs unbounded.
     chunk_seconds
         Aim for calls of about this many seconds (at most ``chunk_steps``): the first
         call is short (1/256 of the budget), the next ones are sized from the rate the
