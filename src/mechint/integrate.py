@@ -113,14 +113,17 @@ def _freeze(frozen, old, new):
     )
 
 
+def _member_step(integrator: Integrator, batched: bool):
+    """``integrator.step`` over every member of a batch (or the one state)."""
+    return jax.vmap(integrator.step, in_axes=(None, 0, None)) if batched else integrator.step
+
+
 def tracked_step(system, integrator: Integrator, h, batched: bool):
     """One step on the carry: advance x, record the first failure (step × 8 + reason),
     freeze a failed member.  The one step of every run.  The failure's residual is not
     kept here (a third buffer updated each step makes XLA copy the state every step):
     ``settle`` fills it in after the loop."""
-    step = integrator.step
-    if batched:
-        step = jax.vmap(step, in_axes=(None, 0, None))
+    step = _member_step(integrator, batched)
 
     def one_step(_, carry):
         x, k, fail, fail_res = carry
@@ -136,9 +139,7 @@ def settle(system, integrator: Integrator, h, batched: bool, before, after):
     """``after`` (a loop's carry from ``before``) with the residual of each member that
     failed in the loop: its failing step evaluated again at its frozen state, which is
     the state that step started from (one step, only when a member failed)."""
-    step = integrator.step
-    if batched:
-        step = jax.vmap(step, in_axes=(None, 0, None))
+    step = _member_step(integrator, batched)
     x, k, fail, res = after
     newly = (before[2] < 0) & (fail >= 0)
     # no derivative flows through the residual (a diagnostic): nothing to trace for it
@@ -403,9 +404,7 @@ def _chunk_jvp(integrator, batched, length, every, primals, tangents):
 def _integrate(system, integrator, x0, h, t0, *, steps, save_every, batched, checkpoint):
     """``integrate`` under a transform: ``steps`` and ``save_every`` static (a derivative
     needs the chunks' lengths)."""
-    real = jax.tree.leaves(x0)[0].dtype
-    batch = jax.tree.leaves(x0)[0].shape[0] if batched else None
-    carry = initial_carry(x0, batch, real)
+    carry = _start(x0, batched)
     n_saves = steps // save_every
     carry, xs = run_saves(
         system, integrator, carry, h, save_every, n_saves, batched=batched, checkpoint=checkpoint
@@ -419,9 +418,7 @@ def _integrate_concrete(system, integrator, x0, h, t0, every, *, n_saves, batche
     traced, so one compiled program serves any number of steps with ``n_saves`` saves.
     Returns the Solution and the loop's start and end: a failure's residual is settled
     by the caller (``settle_failures``, compiled only for a run in which a member failed)."""
-    real = jax.tree.leaves(x0)[0].dtype
-    batch = jax.tree.leaves(x0)[0].shape[0] if batched else None
-    start = initial_carry(x0, batch, real)
+    start = _start(x0, batched)
     carry, xs = run_saves(
         system, integrator, start, h, every, n_saves, batched=batched, checkpoint=False,
         settled=False,
@@ -430,6 +427,12 @@ def _integrate_concrete(system, integrator, x0, h, t0, every, *, n_saves, batche
 
 
 settle_failures = jax.jit(settle, static_argnames=("integrator", "batched"))
+
+
+def _start(x0, batched: bool):
+    """The loop's carry at x0 (one state, or a batch along the leading axis)."""
+    leaf = jax.tree.leaves(x0)[0]
+    return initial_carry(x0, leaf.shape[0] if batched else None, leaf.dtype)
 
 
 def _solution(x0, carry, xs, h, t0, every, n_saves: int, batched: bool) -> Solution:
