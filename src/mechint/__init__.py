@@ -15,12 +15,15 @@ from mechint.errors import (  # noqa: E402
     StepFailure,
     UnsupportedError,
 )
+from mechint.events import Crossings, Event  # noqa: E402
 from mechint.integrate import Solution, integrate  # noqa: E402
 from mechint.simulate import simulate  # noqa: E402
 from mechint.sweeps import sweep  # noqa: E402
 from mechint.trajectory import Trajectory  # noqa: E402
 
 __all__ = [
+    "Crossings",
+    "Event",
     "InputError",
     "Solution",
     "SpecialCaseWarning",

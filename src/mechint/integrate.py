@@ -36,6 +36,17 @@ from jaxtyping import Array, Float, Int
 
 from mechint import _validate
 from mechint.errors import InputError
+from mechint.events import (
+    Watch,
+    Watching,
+    check_events,
+    check_save_at,
+    initial_watch,
+    locate,
+    saved_at,
+    stopped_steps,
+    watched_step,
+)
 from mechint.maps import Integrator, Reason, require_serves
 from mechint.plan import check_integrator, check_system
 from mechint.systems.base import System
@@ -52,7 +63,8 @@ class Solution(NamedTuple):
     states, leaves of shape (T, ...) or (B, T, ...) for a batch; per member
     ``failed_step`` (−1: none), ``residual`` (0 where none) and ``reason`` (a
     ``maps.Reason`` code, 0 = OK).  A failed member's samples from its failing step on
-    are NaN.
+    are NaN.  ``events``: each ``Event``'s ``events.Crossings`` by name (empty without
+    events); a member that crossed a terminal event has NaN samples after the crossing.
     """
 
     t: Float[Array, " T"]
@@ -60,6 +72,7 @@ class Solution(NamedTuple):
     failed_step: Int[Array, ...]
     residual: Float[Array, ...]
     reason: Int[Array, ...]
+    events: dict = {}  # noqa: RUF012 (never mutated: every run makes its own)
 
     @property
     def ok(self):
@@ -154,7 +167,7 @@ def settle(system, integrator: Integrator, h, batched: bool, before, after):
 
 def run_saves(
     system, integrator, carry, h, save_every, length: int, *, batched, n_saves=None,
-    checkpoint, settled: bool = True,
+    checkpoint, settled: bool = True, watching=None, t0=None,
 ):  # fmt: skip
     """The step loop: ``length`` saves of ``save_every`` steps each from ``carry``;
     returns (carry, the saved states stacked along a leading axis of ``length``).
@@ -169,7 +182,19 @@ def run_saves(
     ``n_saves`` (traced, ≤ length) makes only the first n_saves saves step and the rest
     repeat the last state (``simulate``'s chunks of a power-of-two ``length``).
     ``settled``: the residuals of the failures filled in (``settle``); ``simulate``
-    leaves them to its host loop, which settles only a call where a member failed."""
+    leaves them to its host loop, which settles only a call where a member failed.
+
+    ``watching`` (an ``events.Watching``: events, save times; ``t0`` the run's start
+    time): the carry is (carry, ``events.Watch``) and every step records the crossings
+    and the states at the save times; the loop is then differentiated by JAX through
+    its steps (memory O(steps) in reverse mode)."""
+    if watching:
+        (out, watch), xs = _loop_saves(
+            system, integrator, carry, h, save_every, length, batched, n_saves, watching, t0
+        )
+        if settled:
+            out = settle(system, integrator, h, batched, carry[0], out)
+        return (out, watch), xs
     if isinstance(save_every, int) and n_saves is None:
         out, xs = _saves(
             integrator, save_every, length, batched, bool(checkpoint), system, h, carry
@@ -181,9 +206,13 @@ def run_saves(
     return out, xs
 
 
-def _loop_saves(system, integrator, carry, h, save_every, length: int, batched, n_saves=None):
+def _loop_saves(system, integrator, carry, h, save_every, length: int, batched, n_saves=None,
+                watching=None, t0=None):  # fmt: skip
     """``run_saves``' loop as it runs (see there)."""
     one_step = tracked_step(system, integrator, h, batched)
+    state = (lambda c: c[0]) if not watching else (lambda c: c[0][0])
+    if watching:
+        one_step = watched_step(one_step, watching, integrator, t0, h, batched)
 
     def segment(c):
         return jax.lax.fori_loop(0, save_every, one_step, c)
@@ -193,7 +222,7 @@ def _loop_saves(system, integrator, carry, h, save_every, length: int, batched, 
             c = segment(c)
         else:
             c = jax.lax.cond(i < n_saves, segment, lambda c: c, c)
-        return c, c[0]
+        return c, state(c)
 
     return jax.lax.scan(one_save, carry, jnp.arange(length))
 
@@ -400,53 +429,83 @@ def _chunk_jvp(integrator, batched, length, every, primals, tangents):
     return (final, saved), (d_final, d_saved)
 
 
-@partial(jax.jit, static_argnames=("integrator", "steps", "save_every", "batched", "checkpoint"))
-def _integrate(system, integrator, x0, h, t0, *, steps, save_every, batched, checkpoint):
+@partial(
+    jax.jit, static_argnames=("integrator", "steps", "save_every", "batched", "checkpoint",
+                              "watching"),
+)  # fmt: skip
+def _integrate(system, integrator, x0, h, t0, at=None, *, steps, save_every, batched, checkpoint,
+               watching=None):  # fmt: skip
     """``integrate`` under a transform: ``steps`` and ``save_every`` static (a derivative
-    needs the chunks' lengths)."""
-    carry = _start(x0, batched)
+    needs the chunks' lengths).  ``at``: (save times, their K_j) with ``watching.times``."""
+    carry = _start(x0, integrator, t0, batched, watching, at)
     n_saves = steps // save_every
     carry, xs = run_saves(
-        system, integrator, carry, h, save_every, n_saves, batched=batched, checkpoint=checkpoint
-    )
-    return _solution(x0, carry, xs, h, t0, save_every, n_saves, batched)
+        system, integrator, carry, h, save_every, n_saves, batched=batched, checkpoint=checkpoint,
+        watching=watching, t0=t0,
+    )  # fmt: skip
+    return _solution(system, integrator, x0, carry, xs, h, t0, save_every, n_saves, batched,
+                     watching, at)  # fmt: skip
 
 
-@partial(jax.jit, static_argnames=("integrator", "n_saves", "batched"))
-def _integrate_concrete(system, integrator, x0, h, t0, every, *, n_saves, batched):
+@partial(jax.jit, static_argnames=("integrator", "n_saves", "batched", "watching"))
+def _integrate_concrete(system, integrator, x0, h, t0, every, at=None, *, n_saves, batched,
+                        watching=None):  # fmt: skip
     """``integrate`` on concrete input (nothing to differentiate): the save interval is
     traced, so one compiled program serves any number of steps with ``n_saves`` saves.
     Returns the Solution and the loop's start and end: a failure's residual is settled
     by the caller (``settle_failures``, compiled only for a run in which a member failed)."""
-    start = _start(x0, batched)
+    start = _start(x0, integrator, t0, batched, watching, at)
     carry, xs = run_saves(
         system, integrator, start, h, every, n_saves, batched=batched, checkpoint=False,
-        settled=False,
+        settled=False, watching=watching, t0=t0,
     )  # fmt: skip
-    return _solution(x0, carry, xs, h, t0, every, n_saves, batched), start, carry
+    sol = _solution(system, integrator, x0, carry, xs, h, t0, every, n_saves, batched, watching,
+                    at)  # fmt: skip
+    if watching:
+        return sol, start[0], carry[0]
+    return sol, start, carry
 
 
 settle_failures = jax.jit(settle, static_argnames=("integrator", "batched"))
 
 
-def _start(x0, batched: bool):
-    """The loop's carry at x0 (one state, or a batch along the leading axis)."""
+def _start(x0, integrator, t0, batched: bool, watching=None, at=None):
+    """The loop's carry at x0 (one state, or a batch along the leading axis); with
+    ``watching`` (``events.Watching``), (that carry, its ``events.Watch``)."""
     leaf = jax.tree.leaves(x0)[0]
-    return initial_carry(x0, leaf.shape[0] if batched else None, leaf.dtype)
+    carry = initial_carry(x0, leaf.shape[0] if batched else None, leaf.dtype)
+    if not watching:
+        return carry
+    steps_at = None if at is None else at[1]
+    return carry, initial_watch(watching, integrator, x0, t0, batched, steps_at)
 
 
-def _solution(x0, carry, xs, h, t0, every, n_saves: int, batched: bool) -> Solution:
-    """The ``Solution`` of a run: x0 and the saves, failed members' samples blanked."""
+def _solution(system, integrator, x0, carry, xs, h, t0, every, n_saves: int, batched: bool,
+              watching=None, at=None) -> Solution:  # fmt: skip
+    """The ``Solution`` of a run: x0 and the saves (or the states at the save times
+    ``at``), failed (or terminated) members' samples blanked, the events' crossings
+    located."""
+    watch: Watch | None = None
+    if watching:
+        carry, watch = carry
     real = jax.tree.leaves(x0)[0].dtype
-    x = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), x0, xs)
     failed_step, reason = decode(carry[2])
-    sample = jnp.arange(n_saves + 1) * every
-    x = blank_failed(x, failed_step, sample)
-    if batched:
-        x = jax.tree.map(lambda a: jnp.moveaxis(a, 0, 1), x)
-    t = t0 + h * sample.astype(real)
+    ends = stopped_steps(watch, failed_step)
+    if watch is not None and watch.at is not None and at is not None:
+        t = jnp.asarray(at[0], real)
+        x = saved_at(system, integrator, h, t0, t, watch, ends, batched, n_saves * every)
+    else:
+        x = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), x0, xs)
+        sample = jnp.arange(n_saves + 1) * every
+        x = blank_failed(x, ends, sample)
+        if batched:
+            x = jax.tree.map(lambda a: jnp.moveaxis(a, 0, 1), x)
+        t = t0 + h * sample.astype(real)
     residual = jnp.where(failed_step >= 0, carry[3], 0.0)
-    return Solution(t, x, failed_step, residual, reason.astype(jnp.int32))
+    crossings = {}
+    if watch is not None and watching is not None and watching.events:
+        crossings = locate(system, integrator, h, t0, watching.events, watch, batched)
+    return Solution(t, x, failed_step, residual, reason.astype(jnp.int32), crossings)
 
 
 def integrate(
@@ -460,6 +519,9 @@ def integrate(
     t0=0.0,
     checkpoint: bool = True,
     dtype: str | None = None,
+    events=None,
+    max_events: int | None = None,
+    save_at=None,
 ) -> Solution:
     """``steps`` steps of size ``h`` from ``x0``: a pure function (jit, vmap, grad).
 
@@ -480,10 +542,21 @@ def integrate(
     dtype
         "float64" or "float32": cast the state and the system's parameters (default: the
         state's own precision, float64 for Python numbers).
+    events, max_events
+        ``mechint.Event`` s (or one) whose crossings are located on the map
+        (``mechint.events``), at most ``max_events`` (default 64) kept per member and
+        event: ``Solution.events[name]``.  With events the loop is differentiated by JAX
+        step by step (reverse mode: memory O(steps)); the crossing times and states
+        differentiate by the implicit function theorem.
+    save_at
+        Times (in the run, in its direction; concrete) at which to return the state
+        instead of every ``save_every``-th step: a partial step of the map from the
+        last state before each (the saved state itself at a step's time);
+        ``Solution.t`` is then these times.  ``save_every`` is then not given.
 
     Returns
     -------
-    Solution (t, x, failed_step, residual, reason).
+    Solution (t, x, failed_step, residual, reason, events).
 
     Concrete input is validated (``InputError`` naming the parameter); traced input is
     checked for shape only and a bad value fails the run as data.
@@ -499,6 +572,12 @@ def integrate(
         x0, batched = _traced_state(system, x0)
     else:
         x0, batched = system.validate_state(x0, "x0")
+    events, max_events = check_events(events, system, x0, batched, max_events)
+    at = None
+    if save_at is not None:
+        if save_every != steps:
+            raise InputError("save_every", "is not used with save_at", "give one of the two")
+        at = check_save_at(save_at, t0, h, steps, "float64" if dtype is None else dtype)
     if dtype is None:
         # the state's own dtype, as given (NumPy's or a tracer's: not canonicalised, so a
         # float64 state with JAX's 64-bit mode off is refused, never run in float32)
@@ -510,10 +589,12 @@ def integrate(
     if real != jnp.float64:
         system = cast(system)
     args = (system, integrator, cast(x0), jnp.asarray(h, real), jnp.asarray(t0, real))
+    watching = Watching(events, max_events, *((0, 1) if at is None else (len(at[0]), at[2])))
+    at = None if at is None else at[:2]
     if not _validate.traced((system, x0, h, t0)):
         every = jnp.asarray(save_every, dtype=jnp.int64)
         sol, start, end = _integrate_concrete(
-            *args, every, n_saves=steps // save_every, batched=batched
+            *args, every, at, n_saves=steps // save_every, batched=batched, watching=watching
         )
         if _validate.traced(sol.failed_step):  # staged into a caller's jit, scan, ...
             res = settle(args[0], integrator, args[3], batched, start, end)[3]
@@ -523,8 +604,9 @@ def integrate(
             return sol
         return sol._replace(residual=jnp.where(sol.failed_step >= 0, res, 0.0))
     return _integrate(
-        *args, steps=steps, save_every=save_every, batched=batched, checkpoint=bool(checkpoint)
-    )
+        *args, at, steps=steps, save_every=save_every, batched=batched,
+        checkpoint=bool(checkpoint), watching=watching,
+    )  # fmt: skip
 
 
 def _traced_state(system: System, x0) -> tuple[Any, bool]:

@@ -76,7 +76,31 @@ def tail_arrays(traj) -> dict[str, np.ndarray]:
         for (name, _dims), e in zip(_fields(traj.system, traj.orientation is not None),
                                     jax.tree.leaves(traj.compensation), strict=True):  # fmt: skip
             tail[f"{name}_compensation"] = np.take(np.asarray(e), -1, axis=axis)
+    for key, c in getattr(traj, "events", {}).items():  # the crossings of each event
+        tail[f"{key}{CROSSING}time"] = np.asarray(c.t, dtype=np.float64)
+        for (name, _dims), a in zip(traj.system.state_fields, jax.tree.leaves(c.x), strict=True):
+            tail[f"{key}{CROSSING}{name}"] = np.asarray(a)
+        tail[f"{key}{CROSSING}count"] = np.asarray(c.count, dtype=np.int64)
+        tail[f"{key}{CROSSING}overflowed"] = np.asarray(c.overflowed, dtype=np.int8)
     return tail
+
+
+# an event's arrays in a file: <event>_crossing_time, _count, _overflowed, _<field>, along
+# the dimension <event>_crossing (its max_events slots)
+CROSSING = "_crossing_"
+
+
+def tail_dims(system, name: str, member: tuple) -> tuple[str, ...]:
+    """The dimensions of an end-of-run array (``tail_arrays``) in a file."""
+    if name.endswith("_compensation"):
+        return member + tuple(dict(_fields(system, True))[name.removesuffix("_compensation")])
+    if CROSSING in name:
+        key, _, what = name.rpartition(CROSSING)
+        if what in ("count", "overflowed"):
+            return member
+        cross = (key + CROSSING.rstrip("_"),)
+        return member + cross + (() if what == "time" else tuple(dict(system.state_fields)[what]))
+    return member
 
 
 def _fields(system, oriented: bool) -> list[tuple[str, tuple]]:
@@ -231,11 +255,9 @@ def to_dataset(traj):
     data["residual"] = (member, np.asarray(traj.residual, dtype=np.float64),
                         FAILURE_ATTRS["residual"])  # fmt: skip
     data["reason"] = (member, np.asarray(traj.reason).astype(str), FAILURE_ATTRS["reason"])
-    dims = dict(_fields(system, traj.orientation is not None))
     for name, a in tail_arrays(traj).items():
-        if name.endswith("_compensation"):
-            field = name.removesuffix("_compensation")
-            data[name] = (member + tuple(dims[field]), a, describe(system, name))
+        if name.endswith("_compensation") or CROSSING in name:
+            data[name] = (tail_dims(system, name, member), a, describe(system, name))
     coords = {"time": ("time", traj.t, describe(system, "time"))}
     coords.update({d: (d, v, a) for d, (v, a) in dimension_coords(sizes).items()})
     attrs = {**global_attrs(), **metadata(traj)}
@@ -347,6 +369,8 @@ def write_netcdf_slices(path: Path, system, attrs: dict, batched: bool, total: i
             shape = layout[name][1]
             dims.update(zip(lead + tuple(cdims), (*shape[:axis], total, *shape[axis + 1 :]),
                             strict=True))  # fmt: skip
+        for name, a in tail.items():  # the events' crossing dimensions
+            dims.update(zip(tail_dims(system, name, member), np.shape(a), strict=True))
         fh.dimensions = dims
         fh.create_variable("time", ("time",), np.float64).attrs.update(describe(system, "time"))
         for dim, (values, dim_attrs) in dimension_coords(dims).items():
@@ -356,16 +380,13 @@ def write_netcdf_slices(path: Path, system, attrs: dict, batched: bool, total: i
             var.attrs.update(describe(system, name))
         for name in invariants:
             fh.create_variable(name, lead, layout[name][0]).attrs.update(describe(system, name))
-        cdims_of = dict(fields)
         for name, a in tail.items():
             if name == "reason":
                 var = fh.create_variable(name, member, h5py.string_dtype())
                 var[...] = np.asarray(a).astype(object)
-            elif name.endswith("_compensation"):
-                cdims = tuple(cdims_of[name.removesuffix("_compensation")])
-                var = fh.create_variable(name, member + cdims, np.asarray(a).dtype, data=a)
             else:
-                var = fh.create_variable(name, member, np.asarray(a).dtype, data=a)
+                var = fh.create_variable(name, tail_dims(system, name, member),
+                                         np.asarray(a).dtype, data=a)  # fmt: skip
             var.attrs.update(FAILURE_ATTRS.get(name) or describe(system, name))
         at = 0
         for part in slices:
@@ -466,6 +487,16 @@ def describe(system, name: str) -> dict:
             " at the last sample (a resumed run continues from it)",
             "units": "1",
         }
+    if CROSSING in name:
+        key, _, what = name.rpartition(CROSSING)
+        if what == "count":
+            return {"long_name": f"number of crossings of event {key!r} kept", "units": "1"}
+        if what == "overflowed":
+            return {"long_name": f"1 where event {key!r} was crossed more often than kept",
+                    "units": "1"}  # fmt: skip
+        what = "time" if what == "time" else describe(system, what)["long_name"]
+        return {"long_name": f"{what} at each crossing of event {key!r} (NaN past the count)",
+                "units": "1"}  # fmt: skip
     return {"long_name": system.long_name(name), "units": "1"}
 
 
@@ -495,7 +526,7 @@ def write_csv_metadata(path, attrs: dict, names: list[str], system, fields: list
         "dc:description": UNITS_NOTE,
         "tableSchema": {"columns": columns},
         "mechint": {k: _json_value(v) for k, v in attrs.items()}
-        | {k: np.asarray(v).tolist() for k, v in tail.items()},
+        | {k: _json_array(v) for k, v in tail.items()},
     }
     out = csv_metadata_path(path)
     tmp = out.with_name(f".{out.name}.part")
@@ -504,6 +535,18 @@ def write_csv_metadata(path, attrs: dict, names: list[str], system, fields: list
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, out)
+
+
+def _json_array(a) -> list:
+    """An array as JSON lists, NaN as null (JSON has no NaN)."""
+    a = np.asarray(a)
+    if a.dtype.kind == "f" and np.isnan(a).any():
+        return (
+            [None if v != v else v for v in a.ravel().tolist()]
+            if a.ndim <= 1
+            else [_json_array(row) for row in a]
+        )
+    return a.tolist()
 
 
 def _json_value(v):

@@ -20,7 +20,8 @@ import numpy as np
 
 from mechint import _validate
 from mechint.errors import InputError
-from mechint.maps import Integrator, Wrapper, recorded, require_serves
+from mechint.events import check_events, check_save_at
+from mechint.maps import Integrator, Wrapper, recorded, require_serves, unwrap_all
 from mechint.systems.base import System
 
 T = TypeVar("T")
@@ -42,6 +43,9 @@ class Plan:
     save_every: int
     dtype: str
     step0: int = 0  # steps before x0 (a continued run): failures are numbered from them
+    events: tuple = ()  # mechint.Event s whose crossings the run records (events.py)
+    max_events: int = 1  # crossings kept per member and event
+    save_at: Any = None  # (times, K_j) of save times (events.check_save_at), or None
 
     @property
     def n_saves(self) -> int:
@@ -108,6 +112,9 @@ def make_plan(
     compensated: bool = False,
     compensation=None,
     step0: int = 0,
+    events=None,
+    max_events: int | None = None,
+    save_at=None,
     names: dict[str, str] | None = None,
 ) -> Plan:
     """The plan of a run (see the module docstring); ``InputError`` naming the
@@ -115,7 +122,17 @@ def make_plan(
     try:
         plan = _make_plan(system, integrator, x0, h, steps, save_every, t0, dtype,
                           orientation, compensated, compensation)  # fmt: skip
-        return dataclasses.replace(plan, step0=_validate.count("step0", step0, minimum=0))
+        step0 = _validate.count("step0", step0, minimum=0)
+        base = unwrap_all(plan.integrator, plan.x0)[0]
+        watched, cap = check_events(events, plan.system, base, plan.batched, max_events)
+        plan = dataclasses.replace(plan, step0=step0, events=watched, max_events=cap)
+        if save_at is None:
+            return plan
+        if plan.save_every != 1:
+            raise InputError("save_every", "is not used with save_at", "give one of the two")
+        at = check_save_at(save_at, plan.t0, plan.h, plan.steps, plan.dtype)
+        # the loop saves the final state only; the states at the times come from the record
+        return dataclasses.replace(plan, save_every=plan.steps, save_at=at)
     except InputError as exc:
         if names and exc.parameter in names:
             raise type(exc)(names[exc.parameter], exc.problem, exc.fix) from None

@@ -319,7 +319,7 @@ class RunFile:
             t0 = float(variables["time"][0])
             tail = {k: np.asarray(v[...]) for k, v in fh.variables.items()
                     if k in ("failed_step", "residual", "reason") or
-                    k.endswith("_compensation")}  # fmt: skip
+                    k.endswith("_compensation") or io.CROSSING in k}  # fmt: skip
             tail["reason"] = tail["reason"].astype(str)
             for name, a in tail.items():
                 digest.set(name, a)

@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 
 from mechint import _validate
 from mechint.errors import InputError, StepFailure
+from mechint.events import Crossings, Watching, initial_watch, locate, saved_at, stopped_steps
 from mechint.integrate import blank_failed, decode, initial_carry, run_saves, settle_failures
 from mechint.maps import Reason, unwrap_all
 from mechint.plan import Plan, make_plan
@@ -89,17 +90,30 @@ def capacity(n_saves: int, numbers: int = 1) -> int:
     return 16 * floor if size <= 16 * floor else size
 
 
-@partial(jax.jit, static_argnames=("integrator", "capacity", "batched"))
-def _advance(system, integrator, carry, h, save_every, n_saves, *, capacity, batched):
+@partial(jax.jit, static_argnames=("integrator", "capacity", "batched", "watching"))
+def _advance(system, integrator, carry, h, save_every, n_saves, t0=None, *, capacity, batched,
+             watching=None):  # fmt: skip
     """``n_saves`` (≤ ``capacity``) × ``save_every`` steps from ``carry`` (the loop shared
     with ``integrate``); returns the new carry and ``capacity`` saved states, the first
     ``n_saves`` filled.  ``save_every`` and ``n_saves`` are traced, so runs that differ
     only in them (or in h, or the parameters) share one compiled program per
-    power-of-two chunk size."""
+    power-of-two chunk size.  With ``watching`` (``events.Watching``: events, save
+    times), ``carry`` is (carry, ``events.Watch``)."""
     return run_saves(
         system, integrator, carry, h, save_every, capacity,
-        batched=batched, n_saves=n_saves, checkpoint=False, settled=False,
+        batched=batched, n_saves=n_saves, checkpoint=False, settled=False, watching=watching,
+        t0=t0,
     )  # fmt: skip
+
+
+@partial(jax.jit, static_argnames=("integrator", "events", "batched"))
+def _locate(system, integrator, h, t0, watch, *, events, batched):
+    return locate(system, integrator, h, t0, events, watch, batched)
+
+
+@partial(jax.jit, static_argnames=("integrator", "batched", "steps"))
+def _saved_at(system, integrator, h, t0, times, watch, ends, *, batched, steps):
+    return saved_at(system, integrator, h, t0, times, watch, ends, batched, steps)
 
 
 def _plan(n_saves: int, save_every: int, batch: int, chunk: int = _CHUNK_BODY_STEPS) -> int:
@@ -161,6 +175,9 @@ def simulate(
     compensation=None,
     interrupt=None,
     step0: int = 0,
+    events=None,
+    max_events: int | None = None,
+    save_at=None,
 ) -> Trajectory:
     """Advance ``x0`` by ``steps`` steps of size ``h``, saving every ``save_every``-th state.
 
@@ -216,6 +233,18 @@ def simulate(
         Called with no argument after every compiled call (at most about
         ``chunk_seconds`` apart, whatever the save interval); an exception it raises
         (``KeyboardInterrupt`` on a signal, for ``mechint run``) ends the run there.
+    events, max_events
+        ``mechint.Event`` s (or one) whose crossings are located on the map
+        (``mechint.events``), at most ``max_events`` (default 64) kept per member and
+        event: ``Trajectory.events[name]`` (``events.Crossings``: times, states, count,
+        overflowed).  A terminal event ends its member's run at the crossing (its later
+        samples are NaN; the run stops when every member has ended).
+    save_at
+        Times (within the run, in its direction) at which to save the state instead of
+        every ``save_every``-th step (leave that at 1): a partial step of the map from
+        the last state before each time (the state itself at a step's time), so
+        ``Trajectory.t`` is these times and ``save_every`` is recorded as 0.  Held on
+        the device until the run ends (not with ``keep=False``).
     dtype
         "float64" (default) or "float32": the state and the system's parameters are cast
         to it (faster on GPUs, about 1e-7 relative precision; invariants kept to
@@ -245,7 +274,11 @@ def simulate(
     """
     plan = make_plan(system, integrator, x0, h, steps, save_every, t0=t0, dtype=dtype,
                      orientation=orientation, compensated=compensated,
-                     compensation=compensation, step0=step0)  # fmt: skip
+                     compensation=compensation, step0=step0, events=events,
+                     max_events=max_events, save_at=save_at)  # fmt: skip
+    if plan.save_at is not None and not keep:
+        raise InputError("keep", "save_at holds its states until the run ends",
+                         "keep=True, or stream regular samples (save_every)")  # fmt: skip
     if chunk_steps is None:  # a call's steps: 2^22 body-steps, and at least 64 steps
         chunk = max(_CHUNK_BODY_STEPS, _MIN_CALL_STEPS * plan.batch)
     else:
@@ -276,6 +309,12 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
     size = capacity(min(per_chunk, n_saves), plan.numbers)
     x0_j = jax.tree.map(lambda a: jnp.asarray(a, dtype=real), plan.x0)
     carry = initial_carry(x0_j, plan.batch if batched else None, real)
+    t0_j = jnp.asarray(plan.t0, dtype=real)
+    watch = None  # the record of events and save times (events.Watch), when watched
+    times, steps_at, per_step = plan.save_at if plan.save_at is not None else ((), None, 1)
+    watching = Watching(plan.events, plan.max_events, len(times), per_step)
+    if watching:
+        watch = initial_watch(watching, integrator, x0_j, t0_j, batched, steps_at)
     samples = [jax.tree.map(lambda a: np.asarray(a)[None], plan.x0)]
     start, compiled = _clock(), _COMPILE_CLOCK.seconds
     bar = tqdm(
@@ -285,7 +324,7 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
     handed, last = 0, None  # samples handed to on_chunk and forgotten (keep=False)
     calls, done, into = 0, 0, 0  # compiled calls; saves done; steps into the next save
     if sizer.size < save_every and not keep:  # the first sample may be long in coming
-        part = _trajectory(plan, samples, carry, steps=0)
+        part = _trajectory(plan, samples, carry, steps=0, watch=watch)
         handed, samples, last = 1, [], samples[0]
         if on_chunk is not None:
             on_chunk(part)
@@ -297,10 +336,12 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
             else:  # a piece of one save interval
                 every, n = min(sizer.size, save_every - into), 1
             began, compiling, before = _clock(), _COMPILE_CLOCK.seconds, carry
-            carry, saved = _advance(
-                system, integrator, carry, plan.h, jnp.asarray(every, dtype=jnp.int64),
-                jnp.asarray(n, dtype=jnp.int64), capacity=size, batched=batched,
+            state, saved = _advance(
+                system, integrator, carry if watch is None else (carry, watch), plan.h,
+                jnp.asarray(every, dtype=jnp.int64), jnp.asarray(n, dtype=jnp.int64), t0_j,
+                capacity=size, batched=batched, watching=watching,
             )  # fmt: skip
+            carry, watch = (state, None) if watch is None else state
             calls += 1
             fail_step = decode(np.asarray(carry[2]))[0]
             if np.any(fail_step[np.asarray(before[2]) < 0] >= 0):  # failed in this call
@@ -308,12 +349,14 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
             spent = _clock() - began - (_COMPILE_CLOCK.seconds - compiling)
             sizer.next(n * every, spent)
             bar.update(n * every)
-            ended = bool(np.all(fail_step >= 0))  # every member failed
+            # every member failed, or ended at a terminal event
+            ended = bool(np.all(stopped_steps(_host(watch), fail_step) >= 0))
             if not whole:
                 into += every
                 if into < save_every and not ended:  # nothing to save yet
                     if throw and np.any(fail_step >= 0):
-                        _raise_failure(plan, samples, saved, done, carry, handed, n=0)
+                        _raise_failure(plan, samples, saved, done, carry, handed, n=0,
+                                       watch=watch)  # fmt: skip
                     if interrupt is not None:
                         interrupt()
                     continue
@@ -322,18 +365,18 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
             # saves, as a view would keep the whole buffer alive
             saved = jax.tree.map(lambda a, n=n: np.array(a[:n]), jax.device_get(saved))
             if throw and np.any(fail_step >= 0):
-                _raise_failure(plan, samples, saved, done, carry, handed, n=n)
+                _raise_failure(plan, samples, saved, done, carry, handed, n=n, watch=watch)
             samples.append(saved)
             done += n
             if not keep:
-                part = _trajectory(plan, samples, carry, first=handed)
+                part = _trajectory(plan, samples, carry, first=handed, watch=watch)
                 handed += len(part.t)
                 samples = []
                 if on_chunk is not None:
                     on_chunk(part)
                 last = jax.tree.map(lambda a: a[-1:], saved)
             elif on_chunk is not None:
-                on_chunk(partial(_trajectory, plan, samples, carry))
+                on_chunk(partial(_trajectory, plan, samples, carry, watch=watch))
             if ended:  # nothing left to advance (the rest is NaN, handed above)
                 break
             if interrupt is not None:
@@ -345,32 +388,88 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
     stats = {"wall_time": wall, "compile_time": compile_time, "calls": calls}
     if not keep:
         if handed == 0:  # no chunk saved (every member failed in the first interval)
-            return _trajectory(plan, samples, carry, stats=stats)
-        return _trajectory(plan, [last], carry, first=handed - 1, stats=stats)
-    return _trajectory(plan, samples, carry, stats=stats)
+            return _trajectory(plan, samples, carry, stats=stats, watch=watch)
+        return _trajectory(plan, [last], carry, first=handed - 1, stats=stats, watch=watch)
+    return _trajectory(plan, samples, carry, stats=stats, watch=watch)
+
+
+def _host(watch):
+    """The events' record with ``stop`` on the host (None without events)."""
+    return None if watch is None else watch._replace(stop=np.asarray(watch.stop))
+
+
+def _at_times(plan: Plan, watch, ends, steps: int):
+    """(times, states at them, 0): the save times a trajectory of the run's first
+    ``steps`` steps holds (those its steps reach), the states located (``_saved_at``;
+    NaN where a member failed or ended before)."""
+    times, K, _ = plan.save_at
+    real = jnp.dtype(plan.dtype)
+    x = _saved_at(plan.system, plan.integrator, jnp.asarray(plan.h, real),
+                  jnp.asarray(plan.t0, real), jnp.asarray(times, real), watch,
+                  jnp.asarray(ends), batched=plan.batched, steps=plan.steps)  # fmt: skip
+    reach = K + (times != np.asarray(plan.t0, real) + K.astype(real) * np.asarray(plan.h, real))
+    n = int(np.sum(reach <= steps))  # nondecreasing: a prefix
+    axis = 1 if plan.batched else 0
+    x = jax.tree.map(lambda a: np.asarray(a).take(np.arange(n), axis=axis), x)
+    return np.asarray(times[:n], dtype=np.float64), x, 0
+
+
+def _crossings(plan: Plan, watch, steps: int) -> dict:
+    """The events' crossings of the run's first ``steps`` steps, located (``_locate``)
+    and on the host; a crossing in a later step (other members ran on in the chunk
+    whose failure stopped the run) is not the trajectory's."""
+    if watch is None:
+        return {}
+    real = jnp.dtype(plan.dtype)
+    found = _locate(plan.system, plan.integrator, jnp.asarray(plan.h, real),
+                    jnp.asarray(plan.t0, real), watch, events=plan.events,
+                    batched=plan.batched)  # fmt: skip
+    out = {}
+    for (key, c), w in zip(found.items(), watch.each, strict=True):
+        c = jax.tree.map(np.asarray, c)
+        within = np.asarray(w.kk) < steps  # slots are in step order: a prefix
+        count = np.minimum(
+            np.asarray(c.count),
+            np.sum(within & (np.arange(within.shape[-1]) < np.asarray(c.count)[..., None]), -1),
+        )
+        valid = np.arange(within.shape[-1]) < count[..., None]
+
+        def blank(a, valid=valid):
+            return np.where(valid.reshape(valid.shape + (1,) * (a.ndim - valid.ndim)), a, np.nan)
+
+        overflowed = np.asarray(c.overflowed) & (count == np.asarray(c.count))
+        out[key] = Crossings(blank(c.t), jax.tree.map(blank, c.x), count.astype(np.int64),
+                             overflowed)  # fmt: skip
+    return out
 
 
 def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=None,
-                fail=None) -> Trajectory:  # fmt: skip
+                fail=None, watch=None) -> Trajectory:  # fmt: skip
     """The Trajectory of ``samples``, the run's saved samples from number ``first`` on
     (``steps``: the run's length when it stopped early; ``fail``: the failure record,
-    by default the carry's)."""
+    by default the carry's; ``watch``: the events' record)."""
     fail_step, codes, residual = fail or _failure(carry)
     full = (plan.steps if steps is None else steps) // plan.save_every + 1 - first
-    if plan.batched and not np.any(fail_step >= 0):  # one pass into the batch's layout
+    ends = stopped_steps(_host(watch), fail_step)  # a failure, or a terminal event
+    if plan.batched and not np.any(ends >= 0):  # one pass into the batch's layout
         x = jax.tree.map(_members_first, *samples)
         n_saved = jax.tree.leaves(x)[0].shape[1]
     else:
         x = jax.tree.map(lambda *parts: np.concatenate(parts, axis=0), *samples)
         n_saved = jax.tree.leaves(x)[0].shape[0]
-        if n_saved < full and np.all(fail_step >= 0):  # stopped early: every member failed
+        if n_saved < full and np.all(ends >= 0):  # stopped early: every member failed or ended
             x = jax.tree.map(lambda a: _pad(a, full), x)
             n_saved = full
-        x = blank_failed(x, fail_step, np.arange(first, first + n_saved) * plan.save_every)
+        x = blank_failed(x, ends, np.arange(first, first + n_saved) * plan.save_every)
         if plan.batched:
             x = jax.tree.map(lambda a: np.ascontiguousarray(np.moveaxis(a, 0, 1)), x)
     index = np.arange(first, first + n_saved)
     t = plan.t0 + plan.h * (plan.save_every * index.astype(np.float64))
+    covered = (first + n_saved - 1) * plan.save_every  # the steps this trajectory holds
+    save_every = plan.save_every
+    if plan.save_at is not None:  # the states at the save times instead of the samples
+        t, x, save_every = _at_times(plan, watch, ends, covered if steps is None else steps)
+        covered = plan.steps if steps is None else steps
     x, extras = unwrap_all(plan.integrator, x)
     if plan.step0:  # a continued run: its failures numbered from the whole run's start
         fail_step = np.where(fail_step >= 0, fail_step + plan.step0, fail_step)
@@ -382,12 +481,13 @@ def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=No
         x=x,
         orientation=extras.get("orientation"),
         compensation=extras.get("compensation"),
-        steps=(first + n_saved - 1) * plan.save_every,
-        save_every=plan.save_every,
+        steps=covered,
+        save_every=save_every,
         stats={"steps_requested": plan.steps, **(stats or {})},
         failed_step=fail_step,
         residual=residual,
         reason_code=np.asarray(codes, dtype=np.int8),
+        events=_crossings(plan, watch, covered),
     )
 
 
@@ -415,7 +515,7 @@ def _pad(a: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _raise_failure(plan: Plan, samples, saved, done, carry, handed: int, n: int):
+def _raise_failure(plan: Plan, samples, saved, done, carry, handed: int, n: int, watch=None):
     """StepFailure for the earliest failing member, with every sample saved before its
     failing step and the failure recorded (every member that failed by that step)."""
     fail_step, codes, residual = (np.atleast_1d(a) for a in _failure(carry))
@@ -435,9 +535,9 @@ def _raise_failure(plan: Plan, samples, saved, done, carry, handed: int, n: int)
     held = sum(jax.tree.leaves(part)[0].shape[0] for part in kept)
     partial_traj = None
     if held:
-        partial_traj = _trajectory(plan, kept, carry, first=handed,
-                                   steps=(done + valid) * plan.save_every,
-                                   fail=record)  # fmt: skip
+        covered = (done + valid) * plan.save_every if plan.save_at is None else first - 1
+        partial_traj = _trajectory(plan, kept, carry, first=handed, steps=covered, fail=record,
+                                   watch=watch)  # fmt: skip
     x = unwrap_all(plan.integrator, carry[0])[0]
     last = jax.tree.map(lambda a: np.asarray(a)[member] if plan.batched else np.asarray(a), x)
     res = float(residual[member])

@@ -30,6 +30,8 @@ class Trajectory:
     (``wall_time``, ``compile_time``, seconds) and the number of compiled ``calls``;
     ``compensation``: for a compensated run, the Kahan–Babuška correction at every
     saved sample (shaped like ``x``), from which a resumed run continues bit for bit.
+    ``events``: each ``mechint.Event``'s ``events.Crossings`` by name (times, states,
+    count, overflowed), when the run had events.
     """
 
     system: Any
@@ -45,6 +47,7 @@ class Trajectory:
     residual: Any = 0.0
     reason_code: Any = 0
     compensation: Any = None
+    events: dict = dataclasses.field(default_factory=dict)
 
     def __repr__(self) -> str:
         """One line: what ran, the shapes, the time span and the failures (not the data)."""

@@ -1,0 +1,534 @@
+"""Events: where a run crosses a surface, located on the map itself.
+
+``Event(condition, direction, terminal, name)``: ``condition(t, x) -> scalar`` (any JAX
+function of the time and the state).  The step loop evaluates every condition after
+every step (one evaluation a step and event, nothing else while nothing crosses); a
+sign change between t_k and t_{k+1} (in the event's direction) records the step's
+start x_k and k in fixed-capacity buffers (``max_events`` per member; the count goes
+on past them, so an overflow is reported, never silently cut).  A terminal event
+freezes its member at x_k.
+
+After the loop, each recorded crossing is located on the discrete flow: the root of
+τ ↦ condition(t_k + τ, Φ_τ(x_k)) in (0, h] (every map of ours takes any step size) by
+a bracketing solver (Illinois' regula falsi, with a bisection every fourth iteration:
+superlinear, and never slower than bisection by more than 4×) to a bracket of a few
+ulp, all crossings of all members at once.  The crossing's state is Φ_τ(x_k), a
+point of the map's own flow, not an interpolant's.  Its derivative (``jax.grad``
+through a run with events) is the implicit function theorem's: dτ = −∂_θF / ∂_τF.
+
+A zero of the condition exactly at a step counts once (a crossing is a change from
+strictly one side to the other side or zero); two crossings inside one step cancel
+and are not seen (take smaller steps than the surface's features).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mechint._validate import traced
+from mechint.errors import InputError
+from mechint.maps import Integrator, unwrap_all
+
+# Iterations of the bracketing solver at most (Illinois converges in ~10; the bisection
+# every fourth iteration bounds it by 4 × 64 for any float64 bracket).
+_MAX_ITERATIONS = 256
+# The default capacity: crossings kept per member and event.
+MAX_EVENTS = 64
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Event:
+    """A surface ``condition(t, x) = 0`` whose crossings a run records.
+
+    ``condition``: any JAX function of the time and the (unbatched) state returning a
+    scalar; ``direction``: +1 counts crossings from below (condition rising through
+    zero), −1 from above, 0 both; ``terminal``: the member's run ends at its first
+    crossing (its samples after it are NaN; other members go on); ``name``: the key in
+    ``Solution.events`` / ``Trajectory.events`` (default: the condition's name).
+    Hashed by identity: reuse one Event to reuse a compiled run."""
+
+    condition: Callable[[Any, Any], Any]
+    direction: int = 0
+    terminal: bool = False
+    name: str | None = None
+
+    def __post_init__(self):
+        if not callable(self.condition):
+            raise InputError(
+                "condition", f"expected a function condition(t, x), got {self.condition!r}"
+            )
+        if isinstance(self.direction, bool) or self.direction not in (-1, 0, 1):
+            raise InputError(
+                "direction",
+                f"must be -1, 0 or +1, got {self.direction!r}",
+                "+1: crossings upwards, -1: downwards, 0: both",
+            )
+        if not isinstance(self.terminal, bool):
+            raise InputError("terminal", f"must be True or False, got {self.terminal!r}")
+        if self.name is not None and not (isinstance(self.name, str) and self.name.isidentifier()):
+            raise InputError(
+                "name", f"must be a name like 'q1' or 'periapsis', got {self.name!r}",
+                "letters, digits and _ (it names the event's arrays in files)",
+            )  # fmt: skip
+
+    @property
+    def key(self) -> str:
+        """The event's name: ``name``, else the condition's (a lambda's: "event")."""
+        own = getattr(self.condition, "__name__", "")
+        return self.name or (own if own.isidentifier() else "event")
+
+
+class Crossings(NamedTuple):
+    """One event's crossings in a run (a pytree).
+
+    ``t``: (..., max_events) crossing times, NaN past ``count``; ``x``: the states there
+    (leaves (..., max_events, *state)); ``count``: crossings kept per member (at most
+    ``max_events``); ``overflowed``: more crossings happened than were kept (the first
+    ``max_events`` are kept).  Leading axes: the batch's, if any."""
+
+    t: Any
+    x: Any
+    count: Any
+    overflowed: Any
+
+
+class _Watched(NamedTuple):
+    """One event's record in the loop: the condition at the last state ``g``, the
+    crossings seen ``n`` (may pass the capacity), their step's start state ``xk`` and
+    step number ``kk`` (capacity slots)."""
+
+    g: Any
+    n: Any
+    xk: Any
+    kk: Any
+
+
+class _At(NamedTuple):
+    """The save times' record in the loop: ``steps`` K_j (nondecreasing: the time T_j
+    lies in [t_{K_j}, t_{K_j + 1})), the next slot ``j`` and the states x_{K_j} written
+    so far (``xs``)."""
+
+    steps: Any
+    j: Any
+    xs: Any
+
+
+class Watch(NamedTuple):
+    """What the loop watches besides the state: ``stop`` per member (−1, or the step at
+    whose end a terminal event was crossed: the member stays at that step's start), one
+    ``_Watched`` per event, and the save times' record (``_At``, or None)."""
+
+    stop: Any
+    each: tuple
+    at: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Watching:
+    """What a run watches (a static argument of the compiled loop): its ``events``,
+    ``capacity`` crossings kept per member and event, ``times`` save times, at most
+    ``per_step`` of them in one step."""
+
+    events: tuple = ()
+    capacity: int = 1
+    times: int = 0
+    per_step: int = 1  # save times in one step at most
+
+    def __bool__(self) -> bool:
+        return bool(self.events) or self.times > 0
+
+
+def check_events(events, system, x0, batched: bool, max_events) -> tuple[tuple[Event, ...], int]:
+    """``events`` as a tuple of Events with distinct names, each condition returning a
+    scalar for this system's state (checked by tracing it once, no numbers computed);
+    ``max_events`` a positive int.  ``InputError`` naming the parameter otherwise."""
+    if events is None:
+        return (), int(max_events or MAX_EVENTS)
+    if isinstance(events, Event):
+        events = (events,)
+    if not isinstance(events, Sequence) or not all(isinstance(e, Event) for e in events):
+        raise InputError(
+            "events", f"expected a list of mechint.Event, got {events!r}"[:300],
+            "wrap each condition: mechint.Event(condition, direction=..., terminal=...)",
+        )  # fmt: skip
+    events = tuple(events)
+    keys = [e.key for e in events]
+    if len(set(keys)) != len(keys):
+        raise InputError("events", f"two events have the same name ({keys})", "give each a name=")
+    cap = MAX_EVENTS if max_events is None else max_events
+    if isinstance(cap, bool) or not isinstance(cap, int | np.integer) or cap < 1:
+        raise InputError("max_events", f"must be a positive integer, got {max_events!r}")
+    one = jax.tree.map(lambda a: a[0], x0) if batched else x0
+    spec = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a), jnp.result_type(a)), one)
+    t = jax.ShapeDtypeStruct((), jax.tree.leaves(spec)[0].dtype)
+    for e in events:
+        try:
+            out = jax.eval_shape(e.condition, t, spec)
+        except Exception as exc:  # the user's function, traced once: say which one failed
+            raise InputError(
+                "events", f"condition of event {e.key!r} failed on a state of {system!r}: "
+                f"{type(exc).__name__}: {exc}"[:400],
+                "write condition(t, x) for the system's state (x as x0 has it, unbatched)",
+            ) from None  # fmt: skip
+        if not isinstance(out, jax.ShapeDtypeStruct) or out.shape != ():
+            got = getattr(out, "shape", type(out).__name__)
+            raise InputError(
+                "events", f"condition of event {e.key!r} must return a scalar, got {got}",
+                "return one number, e.g. x[0][1] for the surface q2 = 0",
+            )  # fmt: skip
+    return events, int(cap)
+
+
+def _condition(event: Event, integrator: Integrator, batched: bool):
+    """``event.condition`` on the loop's (wrapped, maybe batched) state, as the run's
+    real type."""
+
+    def g(t, x):
+        base = unwrap_all(integrator, x)[0]
+        return jnp.asarray(event.condition(t, base), dtype=t.dtype)
+
+    return jax.vmap(g, in_axes=(None, 0)) if batched else g
+
+
+def _crossed(before, after, direction: int):
+    """Whether the condition crossed zero from ``before`` to ``after``: from strictly
+    one side to the other side or zero (a zero at a step counts once)."""
+    up = (before < 0) & (after >= 0)
+    down = (before > 0) & (after <= 0)
+    return up if direction > 0 else down if direction < 0 else up | down
+
+
+def initial_watch(watching: Watching, integrator, x0, t0, batched: bool, steps_at=None) -> Watch:
+    """The record at the start: the conditions at x0, nothing crossed; x0 written for
+    the save times in the first step (``steps_at``: their K_j, ``save_steps``)."""
+    events, capacity = watching.events, watching.capacity
+    leaf = jax.tree.leaves(x0)[0]
+    lead = (leaf.shape[0],) if batched else ()
+    t0 = jnp.asarray(t0, dtype=leaf.dtype)  # the loop's time rule (``_time``) at k = 0
+    each = tuple(
+        _Watched(
+            _condition(e, integrator, batched)(t0, x0),
+            jnp.zeros(lead, dtype=jnp.int32),
+            jax.tree.map(lambda a: jnp.zeros((*lead, capacity, *a.shape[len(lead):]), a.dtype), x0),
+            jnp.zeros((*lead, capacity), dtype=jnp.int64),
+        )
+        for e in events
+    )  # fmt: skip
+    at = None
+    if watching.times:
+        K = jnp.asarray(steps_at, dtype=jnp.int64)
+        first = K == 0  # nondecreasing: a prefix
+        axis = len(lead)
+
+        def fill(a):
+            shape = (*lead, K.shape[0], *a.shape[axis:])
+            mask = first.reshape((1,) * axis + (-1,) + (1,) * (a.ndim - axis))
+            return jnp.where(mask, jnp.expand_dims(a, axis), jnp.zeros(shape, a.dtype))
+
+        at = _At(K, jnp.sum(first).astype(jnp.int64), jax.tree.map(fill, x0))
+    return Watch(jnp.full(lead, -1, dtype=jnp.int64), each, at)
+
+
+def _keep(frozen, old, new):
+    return jax.tree.map(
+        lambda a, b: jnp.where(frozen.reshape(frozen.shape + (1,) * (a.ndim - frozen.ndim)), a, b),
+        old,
+        new,
+    )
+
+
+def _record(w: _Watched, crossed, x, k, batched: bool) -> _Watched:
+    """``w`` with x (the crossing step's start) and k written in each crossing member's
+    next slot (while it has one), and the crossings counted."""
+    capacity = w.kk.shape[-1]
+
+    def one(xk, kk, n, hit, x):
+        slot = jnp.minimum(n, capacity - 1)
+        write = hit & (n < capacity)
+        xk = jax.tree.map(lambda b, a: b.at[slot].set(jnp.where(write, a, b[slot])), xk, x)
+        return xk, kk.at[slot].set(jnp.where(write, k, kk[slot]))
+
+    put = jax.vmap(one) if batched else one
+    xk, kk = put(w.xk, w.kk, w.n, crossed, x)
+    return w._replace(n=w.n + crossed.astype(w.n.dtype), xk=xk, kk=kk)
+
+
+def watched_step(one_step, watching: Watching, integrator, t0, h, batched: bool):
+    """``one_step`` (the tracked step on the 4-tuple carry) on the carry (carry, Watch):
+    each event's condition after the step, crossings recorded, a member that crossed a
+    terminal event frozen at the step's start, and a stopped member kept where it is."""
+    events, per_step = watching.events, watching.per_step
+    conditions = [_condition(e, integrator, batched) for e in events]
+
+    def step(i, both):
+        carry, watch = both
+        x = carry[0]
+        new = one_step(i, carry)
+        stopped = watch.stop >= 0
+        x_new = _keep(stopped, x, new[0])
+        t_new = _time(t0, new[1], h, x)
+        ending = jnp.zeros_like(stopped)
+        each = []
+        for e, g, w in zip(events, conditions, watch.each, strict=True):
+            g_new = g(t_new, x_new)
+            crossed = _crossed(w.g, g_new, e.direction) & ~stopped
+            w = w._replace(g=jnp.where(stopped, w.g, g_new))
+            w = jax.lax.cond(
+                jnp.any(crossed), lambda w, c=crossed: _record(w, c, x, carry[1], batched),
+                lambda w: w, w,
+            )  # fmt: skip
+            if e.terminal:
+                ending = ending | crossed
+            each.append(w)
+        stop = jnp.where(ending, new[1], watch.stop)
+        x_new = _keep(ending, x, x_new)
+        at = watch.at
+        if at is not None:
+            at = jax.lax.cond(
+                _due(at, new[1]), lambda a: _write(a, new[1], x_new, batched, per_step),
+                lambda a: a, at,
+            )  # fmt: skip
+        return (x_new, *new[1:]), Watch(stop, tuple(each), at)
+
+    return step
+
+
+def _due(at: _At, k):
+    """Whether the next save time lies in the step starting at step k."""
+    n = at.steps.shape[0]
+    return (at.j < n) & (at.steps[jnp.minimum(at.j, n - 1)] == k)
+
+
+def _write(at: _At, k, x, batched: bool, per_step: int) -> _At:
+    """x (the state after k steps) written for every save time in the step from it (at
+    most ``per_step`` of them: a loop of static length, which reverse mode can
+    differentiate)."""
+    n = at.steps.shape[0]
+
+    def body(_, a):
+        hit, slot = _due(a, k), jnp.minimum(a.j, n - 1)
+
+        def put(b, v):
+            if batched:
+                return b.at[:, slot].set(jnp.where(hit, v, b[:, slot]))
+            return b.at[slot].set(jnp.where(hit, v, b[slot]))
+
+        return a._replace(j=a.j + hit.astype(a.j.dtype), xs=jax.tree.map(put, a.xs, x))
+
+    return jax.lax.fori_loop(0, per_step, body, at)
+
+
+def save_steps(times, t0, h, steps: int, real):
+    """K_j per save time T_j: t_{K_j} ≤ T_j < t_{K_j + 1} by the loop's time rule
+    (``_time``, in the run's real type; reversed for h < 0), 0 ≤ K_j ≤ ``steps``.
+    NumPy on concrete input, JAX on traced (the same arithmetic)."""
+    xp = jnp if traced((times, t0, h)) else np
+    times = xp.asarray(times, dtype=real)
+    t0, h = xp.asarray(t0, dtype=real), xp.asarray(h, dtype=real)
+    k = xp.clip(xp.floor((times - t0) / h), 0, steps).astype(np.int64)
+
+    def t(k):
+        return t0 + k.astype(real) * h
+
+    sign = xp.sign(h)
+    for _ in range(4):  # the floor's rounding, corrected (a step or two at most)
+        k = k - ((k > 0) & (sign * (times - t(k)) < 0)).astype(k.dtype)
+        k = k + ((k < steps) & (sign * (times - t(k + 1)) >= 0)).astype(k.dtype)
+    return k
+
+
+def check_save_at(save_at, t0, h, steps: int, dtype: str, parameter: str = "save_at"):
+    """(the save times, their K_j, the most save times in one step) for a run of ``steps``
+    steps of ``h`` from ``t0``:
+    ``InputError`` naming ``parameter`` unless they are a non-empty 1-D array of finite
+    times, in the run's direction, within [t0, t0 + steps h]."""
+    real = jnp.dtype(dtype)
+    if traced(save_at):
+        raise InputError(parameter, "got traced times", "give concrete times (NumPy or a list)")
+    try:
+        times = np.asarray(save_at, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(parameter, f"expected times, got {save_at!r}"[:200]) from None
+    if times.ndim != 1 or times.size == 0:
+        raise InputError(parameter, f"expected a 1-D array of times, got shape {times.shape}")
+    if not np.all(np.isfinite(times)):
+        raise InputError(parameter, "every time must be finite")
+    times = times.astype(real)
+    K = save_steps(times, t0, h, steps, real)
+    if not traced((t0, h)):
+        sign = np.sign(float(h))
+        if np.any(sign * np.diff(times) < 0):
+            raise InputError(parameter, "times must be in the run's order (increasing for "
+                             "h > 0, decreasing for h < 0)", "sort them")  # fmt: skip
+        start = np.asarray(t0, real)
+        end = start + np.asarray(steps, real) * np.asarray(h, real)
+        out = (sign * (times - start) < 0) | (sign * (times - end) > 0)
+        if np.any(out):
+            bad = times[np.argmax(out)]
+            raise InputError(parameter, f"time {bad:g} is outside the run [{float(start):g}, "
+                             f"{float(end):g}]", "save within the run, or run longer")  # fmt: skip
+        return times, K, int(np.max(np.unique(K, return_counts=True)[1]))
+    return times, K, len(times)  # K traced (h or t0 is): as many as there are times
+
+
+def saved_at(system, integrator: Integrator, h, t0, times, watch: Watch, ends, batched: bool,
+             steps: int):  # fmt: skip
+    """The states at the save times: x_{K_j} itself where T_j = t_{K_j}, else the map's
+    partial step Φ_τ(x_{K_j}), τ = T_j − t_{K_j}; NaN where that state or step is not a
+    result (a member failed or ended before it: ``ends``, ``stopped_steps``) or the
+    time was never reached (save times out of order)."""
+    at = watch.at
+    real = jax.tree.leaves(at.xs)[0].dtype
+    times = jnp.asarray(times, real)
+    tau = times - _time(t0, at.steps, h, times)
+
+    def one(x, tau):
+        x1 = integrator.step(system, x, tau)[0]
+        # at a step's time the saved state itself, with the time's derivative ∂_τΦ dτ
+        drift = integrator.step(system, jax.lax.stop_gradient(x), tau)[0]
+        at_step = jax.tree.map(lambda a, d: a + (d - jax.lax.stop_gradient(d)), x, drift)
+        return jax.tree.map(lambda a, b: jnp.where(tau == 0, a, b), at_step, x1)
+
+    over = jax.vmap(one, in_axes=(0, 0))
+    if batched:
+        over = jax.vmap(over, in_axes=(0, None))
+    x = unwrap_all(integrator, over(at.xs, tau))[0]
+    reach = at.steps + (tau != 0).astype(at.steps.dtype)  # steps a result at T_j needs
+    end = jnp.where(ends >= 0, ends, jnp.iinfo(jnp.int64).max)
+    # a time inside the run (traced times are not checked before), reached in order
+    inside = (reach <= steps) & (jnp.sign(h) * tau >= 0) & (jnp.abs(tau) < jnp.abs(h))
+    reached = jnp.arange(times.shape[0], dtype=at.j.dtype) < at.j
+    valid = reached & inside & (reach < end[..., None])
+    return jax.tree.map(
+        lambda a: jnp.where(valid.reshape(valid.shape + (1,) * (a.ndim - valid.ndim)), a,
+                            jnp.nan).astype(a.dtype),
+        x,
+    )  # fmt: skip
+
+
+def _time(t0, k, h, x):
+    """t0 + k h in the state's real type (the one time rule of the loop and ``locate``)."""
+    real = jax.tree.leaves(x)[0].dtype
+    return jnp.asarray(t0, real) + k.astype(real) * jnp.asarray(h, real)
+
+
+def stopped_steps(watch: Watch | None, fail):
+    """Per member, the first step whose sample is not a result: a failure's step, or the
+    step at whose end a terminal event ended the run (its sample there and later)."""
+    if watch is None:
+        return fail
+    xp = np if isinstance(fail, np.ndarray) else jnp
+    stop = xp.asarray(watch.stop)
+    return xp.where(stop >= 0, xp.where(fail >= 0, xp.minimum(fail, stop), stop), fail)
+
+
+def _bracket_root(f, a, fa, b, fb):
+    """The root of ``f`` between a and b (fa, fb of opposite signs or fb = 0) to a
+    bracket of ~2 ulp: Illinois' regula falsi, a bisection every fourth iteration.
+    Returns (τ, converged)."""
+
+    def done(s):
+        a, fa, b, fb, _, it = s
+        tiny = 4 * jnp.spacing(jnp.maximum(jnp.abs(a), jnp.abs(b)))
+        return (fa == 0) | (fb == 0) | (jnp.abs(b - a) <= tiny) | (it >= _MAX_ITERATIONS)
+
+    def body(s):
+        a, fa, b, fb, side, it = s
+        falsi = (a * fb - b * fa) / (fb - fa)
+        lo, hi = jnp.minimum(a, b), jnp.maximum(a, b)
+        inside = (falsi > lo) & (falsi < hi) & jnp.isfinite(falsi)
+        c = jnp.where(inside & (it % 4 != 3), falsi, 0.5 * (a + b))
+        fc = f(c)
+        same_b = jnp.sign(fc) == jnp.sign(fb)
+        # the end that moves takes c; the other end's value is halved when it stays
+        # twice in a row (Illinois)
+        a_new = jnp.where(same_b, a, c)
+        fa_new = jnp.where(same_b, jnp.where(side == 1, 0.5 * fa, fa), fc)
+        b_new = jnp.where(same_b, c, b)
+        fb_new = jnp.where(same_b, fc, jnp.where(side == -1, 0.5 * fb, fb))
+        return a_new, fa_new, b_new, fb_new, jnp.where(same_b, 1, -1), it + 1
+
+    start = (a, fa, b, fb, jnp.asarray(0), jnp.asarray(0))
+    a, fa, b, fb, _, it = jax.lax.while_loop(lambda s: ~done(s), body, start)
+    tau = jnp.where(fb == 0, b, jnp.where(fa == 0, a, jnp.where(jnp.abs(fa) < jnp.abs(fb), a, b)))
+    return tau, (it < _MAX_ITERATIONS) | (fa == 0) | (fb == 0)
+
+
+def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched: bool):
+    """Every recorded crossing located on the map (see the module docstring): a dict
+    of ``Crossings`` by event name.  A crossing whose partial steps fail, or whose root
+    the solver does not bracket, is NaN (t and x), not a point of the flow."""
+    real = jax.tree.leaves(watch.each[0].xk)[0].dtype if events else jnp.float64
+    h = jnp.asarray(h, real)
+    found = []
+    for e, w in zip(events, watch.each, strict=True):
+        g = _condition(e, integrator, False)
+        capacity = w.kk.shape[-1]
+        kept = jnp.minimum(w.n, capacity)
+        in_use = jnp.arange(capacity, dtype=kept.dtype) < kept[..., None]
+
+        def one(xk, k, used, g=g):
+            """One slot's crossing: (t, x, τ), NaN where it was not located."""
+            tk = _time(t0, k, h, xk)
+            x_, tk_, s_, h_ = jax.lax.stop_gradient((xk, tk, system, h))
+
+            def F(tau):
+                x1, st = integrator.step(s_, x_, tau)
+                return jnp.where(st.ok, g(tk_ + tau, x1), jnp.nan)
+
+            fa = jnp.where(used, g(tk_, x_), 0.0)  # an empty slot: nothing to solve
+            fb = F(h_)
+            tau, ok = _bracket_root(F, jnp.zeros_like(fb), fa, h_, fb)
+            ok = ok & used & ((jnp.sign(fa) != jnp.sign(fb)) | (fb == 0)) & jnp.isfinite(F(tau))
+            # the implicit function theorem: the same τ, with dτ = −∂_θF / ∂_τF
+            dF = jax.jvp(F, (tau,), (jnp.ones_like(tau),))[1]
+            dF = jnp.where(dF == 0, 1.0, dF)
+
+            def F_live(tau):
+                return g(tk + tau, integrator.step(system, xk, tau)[0])
+
+            live = F_live(tau)
+            tau_live = tau - (live - jax.lax.stop_gradient(live)) / dF
+            x1, st = integrator.step(system, xk, tau_live)
+            ok = ok & st.ok
+            nan = _nan_unless(ok)
+            return nan(tk + tau_live), jax.tree.map(nan, unwrap_all(integrator, x1)[0]), nan(tau)
+
+        over = jax.vmap(one)  # slots
+        if batched:
+            over = jax.vmap(over)  # members
+        t, x, tau = over(w.xk, w.kk, in_use)
+        found.append((e, w, t, x, tau, kept))
+    # a crossing in a member's last step after the terminal crossing that ended it there
+    # did not happen (a terminal event crosses once: its first slot)
+    ends = [jnp.where(k > 0, jnp.abs(tau[..., 0]), jnp.inf)
+            for e, _, _, _, tau, k in found if e.terminal]  # fmt: skip
+    out = {}
+    for e, w, t, x, tau, kept in found:
+        if ends and not e.terminal:
+            end = jnp.min(jnp.stack(ends), axis=0)
+            last = jnp.clip(kept - 1, 0, w.kk.shape[-1] - 1)[..., None]
+            k_last = jnp.take_along_axis(w.kk, last, -1)[..., 0]
+            tau_last = jnp.take_along_axis(tau, last, -1)[..., 0]
+            late = (kept > 0) & (k_last + 1 == watch.stop) & ~(jnp.abs(tau_last) <= end)
+            kept = kept - late.astype(kept.dtype)
+            valid = jnp.arange(w.kk.shape[-1], dtype=kept.dtype) < kept[..., None]
+            t = jnp.where(valid, t, jnp.nan)
+            x = jax.tree.map(
+                lambda a, v=valid: jnp.where(v.reshape(v.shape + (1,) * (a.ndim - v.ndim)), a,
+                                             jnp.nan),
+                x,
+            )  # fmt: skip
+        out[e.key] = Crossings(t, x, kept, w.n > w.kk.shape[-1])
+    return out
+
+
+def _nan_unless(ok):
+    """``a`` where ``ok``, else NaN (in ``a``'s dtype)."""
+    return lambda a: jnp.where(ok, a, jnp.nan).astype(a.dtype)

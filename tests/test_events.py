@@ -1,0 +1,299 @@
+"""Events and save times (``mechint.events``): crossings located on the map itself.
+
+Against independent references: the exact flow of the harmonic oscillator (crossing
+times and their derivative in closed form), DOP853's dense-output events at rtol 1e-13
+(the Hénon–Heiles section q1 = 0, p1 > 0, and the chaotic heavy top's γ3 = 0), a run
+whose steps end exactly at the save times; a batch of 10³ as one by one, bit for bit;
+``simulate`` in chunks as ``integrate``; terminal events, overflow, failures; the
+crossings in files.
+"""
+
+import dataclasses
+import json
+from typing import Any, ClassVar, cast
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import mechint as mi
+from mechint import Event
+from mechint.errors import InputError, StepFailure
+
+I = mi.integrators
+S = mi.systems
+
+HH = S.HenonHeiles()
+SS10 = I.Composition(scheme="sofroniou-spaletta10")
+
+
+def q1(t, x):
+    return x[0][0]
+
+
+UP = Event(q1, direction=1)
+DOWN_END = Event(q1, direction=-1, terminal=True, name="down")
+
+
+def _hh_field(t, z):
+    q, p = z[:2], z[2:]
+    return np.concatenate([p, [-q[0] - 2 * q[0] * q[1], -q[1] - q[0] ** 2 + q[1] ** 2]])
+
+
+def _hh_starts(n, seed=0):
+    rng = np.random.default_rng(seed)
+    q = np.stack([np.zeros(n), rng.uniform(-0.1, 0.1, n)], 1)
+    p = np.stack([rng.uniform(0.3, 0.4, n), rng.uniform(-0.05, 0.05, n)], 1)
+    return q, p
+
+
+X0 = (np.array([0.0, 0.1]), np.array([0.35, 0.0]))
+
+
+@dataclasses.dataclass(frozen=True)
+class Rotation(I.Integrator):
+    """The harmonic oscillator's exact flow (ω = 1), as a user's map: the solution
+    itself, so crossing times are closed-form."""
+
+    name: ClassVar[str] = "rotation"
+    traits = mi.maps.EXACT_TRAITS
+
+    def cannot_serve(self, system):
+        return None if isinstance(system, S.HarmonicOscillator) else "the oscillator only"
+
+    def step(self, system, x, h):
+        (q, p), c, s = x, jnp.cos(h), jnp.sin(h)
+        new = (c * q + s * p, c * p - s * q)
+        return new, mi.maps.ok_status(new)
+
+
+HO = S.HarmonicOscillator()
+
+
+def test_crossings_of_the_exact_flow_and_their_derivative_are_closed_form():
+    """q(t) = q0 cos t + p0 sin t: q = 0 at t* = π − atan(q0 / p0) (+ kπ), and
+    dt*/dq0 = −p0 / (q0² + p0²), from the exact flow (the map is the solution)."""
+    both = Event(q1, name="q")
+
+    def crossings(q0):
+        x0 = (jnp.array([q0]), jnp.array([1.0]))
+        return mi.integrate(HO, Rotation(), x0, 0.3, 50, events=[both], max_events=4)
+
+    sol = crossings(0.5)
+    c = sol.events["q"]
+    exact = np.pi - np.arctan(0.5) + np.pi * np.arange(4)
+    assert int(c.count) == 4 and not bool(c.overflowed)
+    assert np.max(np.abs(np.asarray(c.t) - exact)) < 8 * np.finfo(float).eps * 12
+    assert np.max(np.abs(np.asarray(c.x[0]))) < 4e-16  # on the surface
+    grad = jax.grad(lambda q0: crossings(q0).events["q"].t[1])(0.5)
+    assert abs(float(grad) + 1.0 / 1.25) < 1e-12
+
+
+def _dop853(T, x0, direction=1):
+    def event(t, z):
+        return z[0]
+
+    event.direction = direction  # pyright: ignore[reportFunctionMemberAccess]
+    ref = solve_ivp(_hh_field, (0, T), np.concatenate(x0), method="DOP853", rtol=1e-13,
+                    atol=1e-15, events=event)  # fmt: skip
+    t, z = ref.t_events[0], ref.y_events[0]
+    return t[t > 0], z[t > 0]  # a crossing is in (0, h]: not the start
+
+
+def test_henon_heiles_section_agrees_with_dop853_and_lies_on_the_surface():
+    sol = mi.integrate(HH, SS10, X0, 0.02, 3000, events=[UP], max_events=16)
+    c = sol.events["q1"]
+    t_ref, z_ref = _dop853(60.0, X0)
+    n = int(c.count)
+    assert n == len(t_ref) == 9
+    z = np.concatenate([np.asarray(c.x[0]), np.asarray(c.x[1])], -1)[:n]
+    assert np.max(np.abs(np.asarray(c.t[:n]) - t_ref)) < 2e-12
+    assert np.max(np.abs(z - z_ref)) < 1e-12
+    assert np.max(np.abs(z[:, 0])) < 1e-17  # q1 = 0 to round-off (|q| ~ 0.3)
+    assert np.all(z[:, 2] > 0)  # upwards: p1 > 0
+    assert np.all(np.isnan(np.asarray(c.t[n:])))
+
+
+def test_heavy_top_section_agrees_with_dop853():
+    top = S.HeavyTop((1.0, 1.5, 2.0), (1.0, 0.0, 0.5))
+    x0 = (np.array([0.6, -0.8, 0.3]), np.array([0.0, 0.8, -0.6]))
+    g3 = Event(lambda t, x: x[1][2], direction=1, name="g3")
+    split = I.Composition(base=I.RigidBodySplitting(2), scheme="sofroniou-spaletta10")
+    c = mi.integrate(top, split, x0, 0.01, 2500, events=[g3], max_events=8).events["g3"]
+    f = jax.jit(lambda z: top.coordinates(top.vector_field(top.from_coordinates(z))))
+
+    def event(t, z):
+        return z[5]
+
+    event.direction = 1  # pyright: ignore[reportFunctionMemberAccess]
+    ref = solve_ivp(lambda t, z: np.asarray(f(z)), (0, 25.0), np.concatenate(x0),
+                    method="DOP853", rtol=1e-13, atol=1e-15, events=event)  # fmt: skip
+    n = int(c.count)
+    assert n == len(ref.t_events[0]) == 4
+    z = np.concatenate([np.asarray(c.x[0]), np.asarray(c.x[1])], -1)[:n]
+    assert np.max(np.abs(np.asarray(c.t[:n]) - ref.t_events[0])) < 1e-12
+    assert np.max(np.abs(z - ref.y_events[0])) < 1e-12
+    assert np.max(np.abs(z[:, 5])) < 1e-17
+
+
+def test_a_batch_finds_the_crossings_one_by_one_does_bit_for_bit():
+    starts = _hh_starts(1000)
+    batch = mi.integrate(HH, I.StormerVerlet(), starts, 0.05, 400, events=[UP], max_events=8)
+    c = batch.events["q1"]
+    assert np.all(np.asarray(c.count) >= 2)
+    for i in range(1000):
+        own = mi.integrate(HH, I.StormerVerlet(), jax.tree.map(lambda a, i=i: a[i], starts),
+                           0.05, 400, events=[UP], max_events=8).events["q1"]  # fmt: skip
+        same = np.array_equal(np.asarray(own.t), np.asarray(c.t[i]), equal_nan=True)
+        assert same and int(own.count) == int(c.count[i]), i
+    # under vmap, in the caller's jit (the traced path, another program): the same
+    # crossings to round-off
+    one = jax.jit(lambda x: mi.integrate(HH, I.StormerVerlet(), x, 0.05, 400, events=[UP],
+                                         max_events=8).events["q1"])  # fmt: skip
+    under = jax.jit(jax.vmap(one))(starts)
+    assert np.array_equal(np.asarray(under.count), np.asarray(c.count))
+    assert np.nanmax(np.abs(np.asarray(under.t) - np.asarray(c.t))) < 1e-13
+
+
+def test_simulate_in_chunks_records_what_integrate_does():
+    starts = _hh_starts(20)
+    sol = mi.integrate(HH, SS10, starts, 0.01, 3000, 50, events=[UP, DOWN_END])
+    traj = mi.simulate(HH, SS10, starts, 0.01, 3000, 50, events=[UP, DOWN_END],
+                       chunk_steps=20 * 100, throw=False)  # fmt: skip
+    assert traj.stats["calls"] > 3
+    for key in ("q1", "down"):
+        a, b = traj.events[key], sol.events[key]
+        assert np.array_equal(a.t, np.asarray(b.t), equal_nan=True)
+        assert np.array_equal(a.x[1], np.asarray(b.x[1]), equal_nan=True)
+        assert np.array_equal(a.count, np.asarray(b.count))
+    assert np.array_equal(traj.x[0], np.asarray(sol.x[0]), equal_nan=True)
+    # every member ended at its first downward crossing: NaN after it, the run stopped
+    end = traj.events["down"].t[:, 0]
+    assert np.all(traj.events["down"].count == 1)
+    after = traj.t[None, :] > end[:, None] + 0.01
+    assert np.all(np.isnan(traj.x[0][..., 0][after]))
+    assert np.all(np.isfinite(traj.x[0][..., 0][traj.t[None, :] <= end[:, None]]))
+    assert traj.stats["calls"] < 3000 // 100  # stopped when every member had ended
+    # the crossing before the end is the upward one: q1 = 0 with p1 < 0 at the end
+    assert np.all(traj.events["down"].x[1][:, 0, 0] < 0)
+
+
+def test_overflow_is_reported_and_the_first_crossings_are_kept():
+    full = mi.integrate(HH, I.StormerVerlet(), X0, 0.05, 2000, events=[UP], max_events=64)
+    few = mi.integrate(HH, I.StormerVerlet(), X0, 0.05, 2000, events=[UP], max_events=3)
+    n = int(full.events["q1"].count)
+    assert n > 3 and not bool(full.events["q1"].overflowed)
+    assert int(few.events["q1"].count) == 3 and bool(few.events["q1"].overflowed)
+    assert np.array_equal(np.asarray(few.events["q1"].t), np.asarray(full.events["q1"].t[:3]))
+
+
+def test_a_zero_at_a_step_counts_once_and_directions_select():
+    """x on the surface exactly at a step: one crossing, found at τ = h."""
+    # the exact flow from q = -1 at t = 0 reaches q = 0 at π/2: take h = π/20, ten steps
+    x0 = (np.array([-1.0]), np.array([0.0]))
+    t10 = float(np.pi / 20 * np.float64(10))  # t_10 by the loop's time rule
+    zero_at_step = Event(lambda t, x: t - t10, name="t")
+    both, up, down = Event(q1, name="b"), Event(q1, 1, name="u"), Event(q1, -1, name="d")
+    sol = mi.integrate(HO, Rotation(), x0, np.pi / 20, 80,
+                       events=[zero_at_step, both, up, down])  # fmt: skip
+    e = sol.events
+    assert int(e["t"].count) == 1 and float(e["t"].t[0]) == t10
+    assert int(e["b"].count) == 4 and int(e["u"].count) == 2 and int(e["d"].count) == 2
+    assert np.allclose(np.asarray(e["u"].t[:2]), [np.pi / 2, 5 * np.pi / 2], atol=1e-14)
+    assert np.allclose(np.asarray(e["d"].t[:2]), [3 * np.pi / 2, 7 * np.pi / 2], atol=1e-14)
+
+
+def test_save_at_equals_runs_that_stop_at_those_times():
+    times = np.array([0.0, 0.005, 0.01, 1.2345, 3.0, 7.77777, 10.0])
+    sol = mi.integrate(HH, SS10, X0, 0.01, 1000, save_at=times)
+    assert np.array_equal(np.asarray(sol.t), times)
+    for i, T in enumerate(times[1:], 1):
+        n = int(np.ceil(T / 0.01 - 1e-9))
+        ref = mi.integrate(HH, SS10, X0, T / n, n)
+        err = max(float(np.max(np.abs(np.asarray(a[-1]) - np.asarray(b[i]))))
+                  for a, b in zip(ref.x, sol.x, strict=True))  # fmt: skip
+        assert err < 8e-15, (T, err)
+    traj = mi.simulate(HH, SS10, X0, 0.01, 1000, save_at=times, chunk_steps=300)
+    assert traj.save_every == 0 and np.array_equal(traj.t, times)
+    assert np.array_equal(traj.x[0], np.asarray(sol.x[0]))
+    # the time's derivative: d x(T)/dh is O(h^10) for a fixed T between steps
+    g = jax.grad(lambda h: mi.integrate(HH, SS10, X0, h, 100, save_at=[0.505]).x[0][0, 0])(0.01)
+    assert abs(float(g)) < 1e-11
+
+
+def test_a_failure_keeps_the_crossings_and_save_times_before_it():
+    """Above E = 1/6 the Hénon–Heiles orbit escapes and explicit Euler's state
+    overflows (a non-finite step): the record holds what came before the failing step,
+    and NaN for the save time after it."""
+    x0 = (np.array([0.0, 0.0]), np.array([0.7, 0.3]))
+    with pytest.raises(StepFailure) as info:
+        mi.simulate(HH, I.ExplicitEuler(), x0, 0.05, 4000, events=[UP], save_at=[1.0, 150.0])
+    failed = info.value
+    part = failed.trajectory
+    assert part is not None and part.t.tolist() == [1.0]
+    steps = failed.step
+    if int(part.events["q1"].count):
+        assert np.nanmax(part.events["q1"].t) < steps * 0.05
+    traj = mi.simulate(HH, I.ExplicitEuler(), x0, 0.05, 4000, events=[UP], save_at=[1.0, 150.0],
+                       throw=False)  # fmt: skip
+    assert np.isfinite(traj.x[0][0]).all() and np.isnan(traj.x[0][1]).all()
+
+
+def test_crossings_are_written_to_files_and_checksummed(tmp_path):
+    traj = mi.simulate(HH, I.StormerVerlet(), _hh_starts(3), 0.05, 400, 20, events=[UP],
+                       max_events=6)  # fmt: skip
+    traj.save(tmp_path / "a.nc")
+    traj.save(tmp_path / "a.csv")
+    import xarray as xr
+
+    with xr.open_dataset(tmp_path / "a.nc") as ds:
+        assert np.array_equal(ds["q1_crossing_time"].values, traj.events["q1"].t, equal_nan=True)
+        assert np.array_equal(ds["q1_crossing_p"].values, traj.events["q1"].x[1], equal_nan=True)
+        assert ds["q1_crossing_count"].values.tolist() == traj.events["q1"].count.tolist()
+        assert ds["q1_crossing_time"].dims == ("sample", "q1_crossing")
+    side = json.loads((tmp_path / "a.csv-metadata.json").read_text())["mechint"]
+    assert side["q1_crossing_count"] == traj.events["q1"].count.tolist()
+    # the checksum covers the crossings: another record gives another file checksum
+    other = mi.simulate(HH, I.StormerVerlet(), _hh_starts(3), 0.05, 400, 20, events=[UP],
+                        max_events=5)  # fmt: skip
+    other.save(tmp_path / "b.nc")
+    with xr.open_dataset(tmp_path / "a.nc") as a, xr.open_dataset(tmp_path / "b.nc") as b:
+        assert a.attrs["checksum"] != b.attrs["checksum"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "parameter"),
+    [
+        ({"events": [Event(lambda t, x: x[0])]}, "events"),  # a vector, not a scalar
+        ({"events": [Event(lambda t, x: x[2])]}, "events"),  # fails on the state
+        ({"events": [UP, Event(q1)]}, "events"),  # two named q1
+        ({"events": lambda t, x: x[0][0]}, "events"),  # not an Event
+        ({"events": [UP], "max_events": 0}, "max_events"),
+        ({"save_at": [2.0, 1.0]}, "save_at"),
+        ({"save_at": [10.5]}, "save_at"),
+        ({"save_at": [-0.1]}, "save_at"),
+        ({"save_at": [[1.0]]}, "save_at"),
+        ({"save_at": [np.nan]}, "save_at"),
+        ({"save_at": [1.0], "save_every": 10}, "save_every"),
+    ],
+)
+def test_bad_events_and_save_times_are_refused_before_any_step(kwargs, parameter):
+    for run in (mi.simulate, mi.integrate):
+        with pytest.raises(InputError) as info:
+            run(HH, I.StormerVerlet(), X0, 0.01, 1000, **kwargs)
+        assert info.value.parameter == parameter
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "parameter"),
+    [({"direction": 2}, "direction"), ({"direction": True}, "direction"),
+     ({"terminal": 1}, "terminal"), ({"name": "a b"}, "name")],
+)  # fmt: skip
+def test_bad_event_settings_are_refused(kwargs, parameter):
+    with pytest.raises(InputError) as info:
+        Event(q1, **kwargs)
+    assert info.value.parameter == parameter
+    with pytest.raises(InputError, match="condition"):
+        Event(cast(Any, "q1"))
