@@ -163,8 +163,8 @@ API = {
         "Running",
         "The drivers: ``simulate`` (host driver: chunks sized by time, progress, "
         "checkpoints, failures as data) on top of ``integrate`` (pure, traceable under "
-        "jit, vmap and grad); the run's plan both validate with; their results; the "
-        "errors; sweeps over parameter grids.",
+        "jit, vmap and grad); the run's plan both validate with; their results; events "
+        "and save times; the errors; sweeps over parameter grids.",
         lambda: [
             "mechint.simulate",
             "mechint.plan.make_plan",
@@ -172,6 +172,9 @@ API = {
             "mechint.Trajectory",
             "mechint.integrate",
             "mechint.Solution",
+            "mechint.Event",
+            "mechint.Crossings",
+            "mechint.events",
             "mechint.sweep",
             "mechint.InputError",
             "mechint.StepFailure",

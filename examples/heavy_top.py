@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from scipy.integrate import solve_ivp
 
@@ -69,41 +68,18 @@ def lagrange(quick: bool) -> dict:
 
 
 def _crossings_splitting(h: float, T: float, count: int | None):
-    """(t, z) at the upward crossings of γ3 = 0 by the order-4 splitting: the step that
-    crosses is found on the saved steps, the crossing by secant iterations on the
-    partial step τ ↦ γ3(Φ_τ(x_k)) of the map itself."""
-    integrator = I.RigidBodySplitting(4)
+    """(t, z) at the upward crossings of γ3 = 0 by the order-4 splitting: ``mi.Event``
+    locates each on the map itself, the root of τ ↦ γ3(Φ_τ(x_k)) in the step that
+    crosses (``mechint.events``)."""
     steps = round(T / h)
-    traj = mi.simulate(CHAOTIC, integrator, CHAOTIC_X0, h, steps, 1)
-    z = np.concatenate([np.asarray(a) for a in traj.x], axis=-1)
-    g3 = z[:, 5]
-    ks = np.nonzero((g3[:-1] < 0) & (g3[1:] >= 0))[0]
-    ks = ks if count is None else ks[:count]
-    step = jax.jit(lambda x, tau: integrator.step(CHAOTIC, x, tau)[0])
-
-    def gamma3(k, tau):
-        x = (jnp.asarray(z[k, :3]), jnp.asarray(z[k, 3:]))
-        return float(step(x, tau)[1][2])
-
-    out_t, out_z = [], []
-    for k in ks:
-        a, b = 0.0, h
-        fa, fb = g3[k], g3[k + 1]
-        for _ in range(30):  # secant, kept inside the bracket (regula falsi, Illinois)
-            c = b - fb * (b - a) / (fb - fa)
-            fc = gamma3(k, c)
-            if fc == 0.0 or abs(b - a) < 1e-16:
-                a = b = c
-                break
-            if (fc < 0) == (fa < 0):
-                a, fa, fb = c, fc, 0.5 * fb
-            else:
-                b, fb, fa = c, fc, 0.5 * fa
-        tau = 0.5 * (a + b)
-        x = step((jnp.asarray(z[k, :3]), jnp.asarray(z[k, 3:])), tau)
-        out_t.append(k * h + tau)
-        out_z.append(np.concatenate([np.asarray(v) for v in x]))
-    return np.array(out_t), np.array(out_z)
+    up = mi.Event(lambda t, x: x[1][2], direction=1, name="gamma3")
+    traj = mi.simulate(CHAOTIC, I.RigidBodySplitting(4), CHAOTIC_X0, h, steps, steps,
+                       events=[up], max_events=count or 1 << 14)  # fmt: skip
+    c = traj.events["gamma3"]
+    if c.overflowed:
+        raise RuntimeError(f"more than {len(c.t)} crossings: raise max_events")
+    n = int(c.count)
+    return c.t[:n], np.concatenate([np.asarray(a)[:n] for a in c.x], axis=-1)
 
 
 def _crossings_dop853(T: float):
