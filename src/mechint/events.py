@@ -33,7 +33,7 @@ import numpy as np
 
 from mechint._validate import traced
 from mechint.errors import InputError
-from mechint.maps import Integrator, unwrap_all
+from mechint.maps import Integrator, physical_time, unwrap_all
 
 # Iterations of the bracketing solver at most (Illinois converges in ~10; the bisection
 # every fourth iteration bounds it by 4 × 64 for any float64 bracket).
@@ -185,12 +185,20 @@ def check_events(events, system, x0, batched: bool, max_events) -> tuple[tuple[E
     return events, int(cap)
 
 
-def _condition(event: Event, integrator: Integrator, batched: bool):
-    """``event.condition`` on the loop's (wrapped, maybe batched) state, as the run's
-    real type."""
+def _event_time(system, integrator: Integrator, t0, t, x):
+    """The time an event sees at state x (one member): the driver's t, or with variable
+    steps the physical time t0 + the state's clock (``maps.physical_time``)."""
+    own = physical_time(system, integrator, x)
+    return t if own is None else (t0 + own).astype(t.dtype)
+
+
+def _condition(event: Event, system, integrator: Integrator, t0, batched: bool):
+    """``event.condition`` on the loop's (wrapped, maybe batched) state at its time
+    (``_event_time``), as the run's real type."""
 
     def g(t, x):
         base = unwrap_all(integrator, x)[0]
+        t = _event_time(system, integrator, t0, t, x)
         return jnp.asarray(event.condition(t, base), dtype=t.dtype)
 
     return jax.vmap(g, in_axes=(None, 0)) if batched else g
@@ -204,7 +212,8 @@ def _crossed(before, after, direction: int):
     return up if direction > 0 else down if direction < 0 else up | down
 
 
-def initial_watch(watching: Watching, integrator, x0, t0, batched: bool, steps_at=None) -> Watch:
+def initial_watch(watching: Watching, system, integrator, x0, t0, batched: bool,
+                  steps_at=None) -> Watch:  # fmt: skip
     """The record at the start: the conditions at x0, nothing crossed; x0 written for
     the save times in the first step (``steps_at``: their K_j, ``save_steps``)."""
     events, capacity = watching.events, watching.capacity
@@ -213,7 +222,7 @@ def initial_watch(watching: Watching, integrator, x0, t0, batched: bool, steps_a
     t0 = jnp.asarray(t0, dtype=leaf.dtype)  # the loop's time rule (``_time``) at k = 0
     each = tuple(
         _Watched(
-            _condition(e, integrator, batched)(t0, x0),
+            _condition(e, system, integrator, t0, batched)(t0, x0),
             jnp.zeros(lead, dtype=jnp.int32),
             jax.tree.map(lambda a: jnp.zeros((*lead, capacity, *a.shape[len(lead):]), a.dtype), x0),
             jnp.zeros((*lead, capacity), dtype=jnp.int64),
@@ -259,12 +268,12 @@ def _record(w: _Watched, crossed, x, k, batched: bool) -> _Watched:
     return w._replace(n=w.n + crossed.astype(w.n.dtype), xk=xk, kk=kk)
 
 
-def watched_step(one_step, watching: Watching, integrator, t0, h, batched: bool):
+def watched_step(one_step, watching: Watching, system, integrator, t0, h, batched: bool):
     """``one_step`` (the tracked step on the 4-tuple carry) on the carry (carry, Watch):
     each event's condition after the step, crossings recorded, a member that crossed a
     terminal event frozen at the step's start, and a stopped member kept where it is."""
     events, per_step = watching.events, watching.per_step
-    conditions = [_condition(e, integrator, batched) for e in events]
+    conditions = [_condition(e, system, integrator, t0, batched) for e in events]
 
     def step(i, both):
         carry, watch = both
@@ -343,12 +352,18 @@ def save_steps(times, t0, h, steps: int, real):
     return k
 
 
-def check_save_at(save_at, t0, h, steps: int, dtype: str, parameter: str = "save_at"):
+def check_save_at(save_at, t0, h, steps: int, dtype: str, parameter: str = "save_at", *,
+                  variable: bool = False):  # fmt: skip
     """(the save times, their K_j, the most save times in one step) for a run of ``steps``
     steps of ``h`` from ``t0``:
     ``InputError`` naming ``parameter`` unless they are a non-empty 1-D array of finite
-    times, in the run's direction, within [t0, t0 + steps h]."""
+    times, in the run's direction, within [t0, t0 + steps h], and the run's steps are
+    not ``variable`` (a clock of its own: ``maps.physical_time``)."""
     real = jnp.dtype(dtype)
+    if variable:
+        raise InputError(parameter, "with variable steps the driver's times are not the "
+                         "physical ones", "end at a physical time T with a terminal "
+                         "mi.Event(lambda t, x: t - T)")  # fmt: skip
     if traced(save_at):
         raise InputError(parameter, "got traced times", "give concrete times (NumPy or a list)")
     try:
@@ -468,7 +483,7 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
     h = jnp.asarray(h, real)
     found = []
     for e, w in zip(events, watch.each, strict=True):
-        g = _condition(e, integrator, False)
+        g = _condition(e, system, integrator, t0, False)
         capacity = w.kk.shape[-1]
         kept = jnp.minimum(w.n, capacity)
         in_use = jnp.arange(capacity, dtype=kept.dtype) < kept[..., None]
@@ -498,7 +513,8 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
             x1, st = integrator.step(system, xk, tau_live)
             ok = ok & st.ok
             nan = _nan_unless(ok)
-            return nan(tk + tau_live), jax.tree.map(nan, unwrap_all(integrator, x1)[0]), nan(tau)
+            t = _event_time(system, integrator, t0, tk + tau_live, x1)
+            return nan(t), jax.tree.map(nan, unwrap_all(integrator, x1)[0]), nan(tau)
 
         over = jax.vmap(one)  # slots
         if batched:

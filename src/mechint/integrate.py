@@ -47,7 +47,7 @@ from mechint.events import (
     stopped_steps,
     watched_step,
 )
-from mechint.maps import Integrator, Reason, require_serves
+from mechint.maps import Integrator, Reason, physical_time, require_serves, start_all
 from mechint.plan import check_integrator, check_system
 from mechint.systems.base import System
 
@@ -59,8 +59,10 @@ assert len(Reason) <= _CODES
 class Solution(NamedTuple):
     """What ``integrate`` returns (a pytree: every field is an array).
 
-    ``t``: the saved times (``steps // save_every + 1``, t0 first); ``x``: the saved
-    states, leaves of shape (T, ...) or (B, T, ...) for a batch; per member
+    ``t``: the saved times (``steps // save_every + 1``, t0 first: for a variable-step
+    run of one state the physical ones, else the driver's t0 + k h); ``x``: the saved
+    states of the integrator (a wrapper's (x, extra)), leaves of shape (T, ...) or
+    (B, T, ...) for a batch; per member
     ``failed_step`` (−1: none), ``residual`` (0 where none) and ``reason`` (a
     ``maps.Reason`` code, 0 = OK).  A failed member's samples from its failing step on
     are NaN.  ``events``: each ``Event``'s ``events.Crossings`` by name (empty without
@@ -212,7 +214,7 @@ def _loop_saves(system, integrator, carry, h, save_every, length: int, batched, 
     one_step = tracked_step(system, integrator, h, batched)
     state = (lambda c: c[0]) if not watching else (lambda c: c[0][0])
     if watching:
-        one_step = watched_step(one_step, watching, integrator, t0, h, batched)
+        one_step = watched_step(one_step, watching, system, integrator, t0, h, batched)
 
     def segment(c):
         return jax.lax.fori_loop(0, save_every, one_step, c)
@@ -437,7 +439,7 @@ def _integrate(system, integrator, x0, h, t0, at=None, *, steps, save_every, bat
                watching=None):  # fmt: skip
     """``integrate`` under a transform: ``steps`` and ``save_every`` static (a derivative
     needs the chunks' lengths).  ``at``: (save times, their K_j) with ``watching.times``."""
-    carry = _start(x0, integrator, t0, batched, watching, at)
+    carry = _start(system, x0, integrator, t0, batched, watching, at)
     n_saves = steps // save_every
     carry, xs = run_saves(
         system, integrator, carry, h, save_every, n_saves, batched=batched, checkpoint=checkpoint,
@@ -454,7 +456,7 @@ def _integrate_concrete(system, integrator, x0, h, t0, every, at=None, *, n_save
     traced, so one compiled program serves any number of steps with ``n_saves`` saves.
     Returns the Solution and the loop's start and end: a failure's residual is settled
     by the caller (``settle_failures``, compiled only for a run in which a member failed)."""
-    start = _start(x0, integrator, t0, batched, watching, at)
+    start = _start(system, x0, integrator, t0, batched, watching, at)
     carry, xs = run_saves(
         system, integrator, start, h, every, n_saves, batched=batched, checkpoint=False,
         settled=False, watching=watching, t0=t0,
@@ -469,7 +471,7 @@ def _integrate_concrete(system, integrator, x0, h, t0, every, at=None, *, n_save
 settle_failures = jax.jit(settle, static_argnames=("integrator", "batched"))
 
 
-def _start(x0, integrator, t0, batched: bool, watching=None, at=None):
+def _start(system, x0, integrator, t0, batched: bool, watching=None, at=None):
     """The loop's carry at x0 (one state, or a batch along the leading axis); with
     ``watching`` (``events.Watching``), (that carry, its ``events.Watch``)."""
     leaf = jax.tree.leaves(x0)[0]
@@ -477,7 +479,7 @@ def _start(x0, integrator, t0, batched: bool, watching=None, at=None):
     if not watching:
         return carry
     steps_at = None if at is None else at[1]
-    return carry, initial_watch(watching, integrator, x0, t0, batched, steps_at)
+    return carry, initial_watch(watching, system, integrator, x0, t0, batched, steps_at)
 
 
 def _solution(system, integrator, x0, carry, xs, h, t0, every, n_saves: int, batched: bool,
@@ -501,6 +503,9 @@ def _solution(system, integrator, x0, carry, xs, h, t0, every, n_saves: int, bat
         if batched:
             x = jax.tree.map(lambda a: jnp.moveaxis(a, 0, 1), x)
         t = t0 + h * sample.astype(real)
+        clock = physical_time(system, integrator, x)
+        if clock is not None and not batched:  # variable steps: the physical time
+            t = t0 + clock
     residual = jnp.where(failed_step >= 0, carry[3], 0.0)
     crossings = {}
     if watch is not None and watching is not None and watching.events:
@@ -573,11 +578,21 @@ def integrate(
     else:
         x0, batched = system.validate_state(x0, "x0")
     events, max_events = check_events(events, system, x0, batched, max_events)
+    # a wrapper given as the map (``ReversibleAdaptive``) advances an extended state
+    x0 = start_all(integrator, system, x0, batched, jax.tree.leaves(x0)[0].shape[0] if batched
+                   else 1)  # fmt: skip
     at = None
     if save_at is not None:
         if save_every != steps:
             raise InputError("save_every", "is not used with save_at", "give one of the two")
-        at = check_save_at(save_at, t0, h, steps, "float64" if dtype is None else dtype)
+        at = check_save_at(
+            save_at,
+            t0,
+            h,
+            steps,
+            "float64" if dtype is None else dtype,
+            variable=physical_time(system, integrator, x0) is not None,
+        )
     if dtype is None:
         # the state's own dtype, as given (NumPy's or a tracer's: not canonicalised, so a
         # float64 state with JAX's 64-bit mode off is refused, never run in float32)

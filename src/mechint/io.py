@@ -27,6 +27,8 @@ def _leaves(traj):
     out = [(name, dims, np.asarray(a)) for (name, dims), a in zip(fields, leaves, strict=True)]
     if traj.orientation is not None:
         out.append(("g", ("row", "col"), np.asarray(traj.orientation)))
+    if getattr(traj, "clock", None) is not None:
+        out.append(("clock", ("clock_entry",), np.asarray(traj.clock)))
     return out
 
 
@@ -103,9 +105,11 @@ def tail_dims(system, name: str, member: tuple) -> tuple[str, ...]:
     return member
 
 
-def _fields(system, oriented: bool) -> list[tuple[str, tuple]]:
-    """The state fields of a file (and the attitude ``g`` when carried)."""
-    return [*system.state_fields, *([("g", ("row", "col"))] if oriented else [])]
+def _fields(system, oriented: bool, clocked: bool = False) -> list[tuple[str, tuple]]:
+    """The state fields of a file (and the attitude ``g`` when carried, the clock of
+    variable steps)."""
+    return [*system.state_fields, *([("g", ("row", "col"))] if oriented else []),
+            *([("clock", ("clock_entry",))] if clocked else [])]  # fmt: skip
 
 
 def metadata(traj) -> dict:
@@ -357,7 +361,7 @@ def write_netcdf_slices(path: Path, system, attrs: dict, batched: bool, total: i
     import h5netcdf
     import h5py
 
-    fields = [f for f in _fields(system, "g" in layout)]
+    fields = [f for f in _fields(system, "g" in layout, "clock" in layout)]
     field_names = {name for name, _ in fields}
     invariants = [k for k in layout if k != "time" and k not in field_names]
     lead = ("sample", "time") if batched else ("time",)
@@ -480,6 +484,9 @@ def describe(system, name: str) -> dict:
         return {"long_name": "time", "units": "1"}
     if name == "g":
         return {"long_name": "attitude g ∈ SO(n): body frame to space frame", "units": "1"}
+    if name == "clock":
+        return {"long_name": "variable steps: physical time since the start, step density",
+                "units": "1"}  # fmt: skip
     if name.endswith("_compensation"):
         field = name.removesuffix("_compensation")
         return {

@@ -43,6 +43,7 @@ class Reason(enum.IntEnum):
     NOT_CONVERGED = 3
     WRONG_BRANCH = 4
     REPORTED = 5
+    STEP_SIZE = 6
 
     @property
     def text(self) -> str:
@@ -70,6 +71,7 @@ _REASON_TEXT = {
         "decrease h"
     ),
     Reason.REPORTED: "the map reported a failed step",
+    Reason.STEP_SIZE: "the step-size control gave a step that is not positive and finite",
 }
 
 REASON_LABELS = tuple(r.label for r in Reason)
@@ -291,6 +293,29 @@ def unwrap_all(integrator: Integrator, x) -> tuple[Any, dict[str, Any]]:
         x, extras[integrator.extra] = integrator.unwrap(x)
         integrator = integrator.base
     return x, extras
+
+
+def start_all(integrator: Integrator, system, x0, batched: bool, batch: int):
+    """``x0`` (a state of the base map) extended by every wrapper around it, innermost
+    first, from each wrapper's default start: the state ``integrator`` advances."""
+    stack = []
+    while isinstance(integrator, Wrapper):
+        stack.append(integrator)
+        integrator = integrator.base
+    for wrapper in reversed(stack):
+        x0 = wrapper.wrap(x0, wrapper.start(system, x0, None, batched, batch))
+    return x0
+
+
+def physical_time(system, integrator: Integrator, x):
+    """The physical time of states ``x`` of ``integrator`` (any leading axes) when it is
+    not the driver's uniform one: a wrapper's clock (``ReversibleAdaptive``) or the
+    system's own (``systems.TimeTransformed``); None otherwise.  It starts at 0."""
+    base, extras = unwrap_all(integrator, x)
+    if "clock" in extras:
+        return extras["clock"][..., 0]
+    own = getattr(system, "physical_time", None)
+    return None if own is None else own(base)
 
 
 def innermost(integrator: Integrator) -> Integrator:

@@ -21,7 +21,15 @@ import numpy as np
 from mechint import _validate
 from mechint.errors import InputError
 from mechint.events import check_events, check_save_at
-from mechint.maps import Integrator, Wrapper, recorded, require_serves, unwrap_all
+from mechint.maps import (
+    Integrator,
+    Wrapper,
+    physical_time,
+    recorded,
+    require_serves,
+    start_all,
+    unwrap_all,
+)
 from mechint.systems.base import System
 
 T = TypeVar("T")
@@ -130,7 +138,8 @@ def make_plan(
             return plan
         if plan.save_every != 1:
             raise InputError("save_every", "is not used with save_at", "give one of the two")
-        at = check_save_at(save_at, plan.t0, plan.h, plan.steps, plan.dtype)
+        variable = physical_time(plan.system, plan.integrator, plan.x0) is not None
+        at = check_save_at(save_at, plan.t0, plan.h, plan.steps, plan.dtype, variable=variable)
         # the loop saves the final state only; the states at the times come from the record
         return dataclasses.replace(plan, save_every=plan.steps, save_at=at)
     except InputError as exc:
@@ -156,6 +165,10 @@ def _make_plan(system, integrator, x0, h, steps, save_every, t0, dtype, orientat
     if compensation is not None and not compensated:
         raise InputError("compensation", "a starting correction needs compensated=True")
     batch = jax.tree.leaves(x0_np)[0].shape[0] if batched else 1
+    x0_np = start_all(integrator, system, x0_np, batched, batch)  # a wrapper given as the map
+    if compensated and "clock" in unwrap_all(integrator, x0_np)[1]:
+        raise InputError("compensated", "a variable-step map's clock is not compensated",
+                         "compensated=False with ReversibleAdaptive")  # fmt: skip
     layers: list[tuple[Callable[[Integrator], Wrapper], Any]] = []
     if orientation is not None:
         layers.append((Oriented, orientation))

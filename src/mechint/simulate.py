@@ -34,7 +34,7 @@ from mechint import _validate
 from mechint.errors import InputError, StepFailure
 from mechint.events import Crossings, Watching, initial_watch, locate, saved_at, stopped_steps
 from mechint.integrate import blank_failed, decode, initial_carry, run_saves, settle_failures
-from mechint.maps import Reason, unwrap_all
+from mechint.maps import Reason, physical_time, unwrap_all
 from mechint.plan import Plan, make_plan
 from mechint.trajectory import Trajectory, reason_labels
 
@@ -314,7 +314,7 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
     times, steps_at, per_step = plan.save_at if plan.save_at is not None else ((), None, 1)
     watching = Watching(plan.events, plan.max_events, len(times), per_step)
     if watching:
-        watch = initial_watch(watching, integrator, x0_j, t0_j, batched, steps_at)
+        watch = initial_watch(watching, system, integrator, x0_j, t0_j, batched, steps_at)
     samples = [jax.tree.map(lambda a: np.asarray(a)[None], plan.x0)]
     start, compiled = _clock(), _COMPILE_CLOCK.seconds
     bar = tqdm(
@@ -470,6 +470,9 @@ def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=No
     if plan.save_at is not None:  # the states at the save times instead of the samples
         t, x, save_every = _at_times(plan, watch, ends, covered if steps is None else steps)
         covered = plan.steps if steps is None else steps
+    own = physical_time(plan.system, plan.integrator, x)
+    if own is not None and not plan.batched and plan.save_at is None:  # variable steps
+        t = plan.t0 + np.asarray(own, dtype=np.float64)
     x, extras = unwrap_all(plan.integrator, x)
     if plan.step0:  # a continued run: its failures numbered from the whole run's start
         fail_step = np.where(fail_step >= 0, fail_step + plan.step0, fail_step)
@@ -481,6 +484,7 @@ def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=No
         x=x,
         orientation=extras.get("orientation"),
         compensation=extras.get("compensation"),
+        clock=extras.get("clock"),
         steps=covered,
         save_every=save_every,
         stats={"steps_requested": plan.steps, **(stats or {})},

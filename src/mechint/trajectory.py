@@ -30,6 +30,12 @@ class Trajectory:
     (``wall_time``, ``compile_time``, seconds) and the number of compiled ``calls``;
     ``compensation``: for a compensated run, the Kahan–Babuška correction at every
     saved sample (shaped like ``x``), from which a resumed run continues bit for bit.
+    ``clock``: for a run of ``integrators.ReversibleAdaptive``, (t, ρ) at every sample
+    (the physical time since the start and the step density; shaped like a sample
+    with a last axis of 2).  Variable steps (that clock, or a
+    ``systems.TimeTransformed`` system's time): ``t`` is the physical time for one
+    trajectory, the driver's t0 + k h (the fictive time) for a batch, whose members'
+    physical times differ (read them from ``clock`` or the state).
     ``events``: each ``mechint.Event``'s ``events.Crossings`` by name (times, states,
     count, overflowed), when the run had events.
     """
@@ -47,6 +53,7 @@ class Trajectory:
     residual: Any = 0.0
     reason_code: Any = 0
     compensation: Any = None
+    clock: Any = None
     events: dict = dataclasses.field(default_factory=dict)
 
     def __repr__(self) -> str:

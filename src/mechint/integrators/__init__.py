@@ -32,6 +32,7 @@ from mechint.integrators.kahan import Kahan
 from mechint.integrators.lie_group_variational import LieGroupVariational
 from mechint.integrators.oriented import Oriented
 from mechint.integrators.registry import INTEGRATORS, SETTINGS, build, settings_for
+from mechint.integrators.reversible_adaptive import ReversibleAdaptive
 from mechint.integrators.rigid_body_splitting import RigidBodySplitting
 from mechint.integrators.splitting import Splitting
 from mechint.integrators.stages import SPLITTING_SCHEMES, SplittingScheme
@@ -87,6 +88,7 @@ __all__ = [
     "NumericalFlow",
     "Oriented",
     "Reason",
+    "ReversibleAdaptive",
     "RigidBodySplitting",
     "Setting",
     "Splitting",

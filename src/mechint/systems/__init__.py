@@ -53,6 +53,7 @@ from mechint.systems.quadratic_field import LotkaVolterra, QuadraticField
 from mechint.systems.quadratic_potential import QuadraticPotentialTop
 from mechint.systems.rigid import Body
 from mechint.systems.rigid_bodies import RigidBodies
+from mechint.systems.time_transformed import TimeTransformed
 
 # The models the CLI and experiment files build from numbers (and, for rigid-bodies, a
 # reference "module:function" to the user's potential); the others take user functions or
@@ -136,6 +137,7 @@ __all__ = [
     "StateOption",
     "SymmetricFreeFlow",
     "System",
+    "TimeTransformed",
     "ZhukovskyVolterra",
     "get",
     "potentials",

@@ -91,6 +91,7 @@ DIMENSIONS = {
     "dof": "degree of freedom",
     "species": "species",
     "component": "state component",
+    "clock_entry": "1: physical time t, 2: step density rho",
 }
 
 
