@@ -36,6 +36,7 @@ GALLERY = {
     "marsden_examples": None,
     "ge_marsden": "out",
     "heavy_top": "out",
+    "sections": "out",
     "rigid_bodies": "out",
     "periodic_orbit": None,
     "lyapunov": None,

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from mechint._version import __version__
-from mechint.cli import check, compare, demo, integrals, run, sweep
+from mechint.cli import check, compare, demo, integrals, run, section, sweep
 from mechint.errors import InputError, StepFailure
 
 
@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_parser(sub)
     sweep.add_parser(sub)
     integrals.add_parser(sub)
+    section.add_parser(sub)
     demo.add_parser(sub)
     return parser
 

@@ -120,6 +120,17 @@ def whole(option: str, text: str, minimum: int = 1) -> int:
     return count(option, value, minimum)
 
 
+def real(option: str, text: str) -> float:
+    """A finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(option, f"expected a number, got {text!r}") from None
+    if not np.isfinite(value):
+        raise InputError(option, f"must be finite, got {text!r}")
+    return value
+
+
 def nonnegative_float(option: str, text: str) -> float:
     try:
         value = float(text)

@@ -4,6 +4,7 @@ from mechint.plot.figures import (
     FIGURE_FORMATS,
     invariant_error_figure,
     momentum_sphere_figure,
+    section_figure,
     trajectory_figure,
 )
 
@@ -11,5 +12,6 @@ __all__ = [
     "FIGURE_FORMATS",
     "invariant_error_figure",
     "momentum_sphere_figure",
+    "section_figure",
     "trajectory_figure",
 ]

@@ -144,3 +144,29 @@ def invariant_error_figure(t, errors: dict[str, dict[str, np.ndarray]], title: s
     fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize=9)
     fig.suptitle(title)
     return fig
+
+
+def section_figure(system, traj, axes, surface: str) -> Figure:
+    """A Poincaré section: two components of the state at every recorded crossing of
+    ``traj.events["section"]`` (``axes``: two (leaf, component) pairs), one colour per
+    run."""
+    c = traj.events["section"]
+    names = [name for name, _ in system.state_fields]
+    leaves = [np.asarray(a) for a in jax.tree.leaves(c.x)]
+    lead = np.ndim(c.count)  # 1 for a batch
+
+    def values(pair):
+        leaf, j = pair
+        a = leaves[leaf]
+        return a.reshape((*a.shape[: lead + 1], -1))[..., j]
+
+    x, y = values(axes[0]), values(axes[1])
+    fig = Figure(figsize=(5.2, 5.0), layout="constrained")
+    ax = fig.subplots()
+    x, y = np.atleast_2d(x), np.atleast_2d(y)
+    for k in range(x.shape[0]):
+        ax.plot(x[k], y[k], ".", ms=1.2)
+    title = f"{type(system).__name__}: section {surface}, {int(np.sum(c.count))} points"
+    ax.set(xlabel=f"{names[axes[0][0]]}_{axes[0][1] + 1}",
+           ylabel=f"{names[axes[1][0]]}_{axes[1][1] + 1}", title=title)  # fmt: skip
+    return fig

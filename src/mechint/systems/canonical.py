@@ -189,6 +189,42 @@ class Separable(Canonical, NaturalSplit, SeparableEnergy):
         dV = self._vectorize(self.potential_gradient, "(d)->(d)")(q)
         return dT, -dV
 
+    def section_states(self, index: int, value: float, energy: float, count: int, *,
+                       seed: int = 0, box: float = 1.0, sign: float = 1.0):  # fmt: skip
+        """``count`` states (q, p) on the surface q_index = value at energy H = ``energy``:
+        the other coordinates uniform in [−box, box], p_index ≥ 0 (≤ 0 for sign < 0)
+        solved from T(p) = E − V(q) by bisection on |p_index| (T grows with it); draws
+        with V + T > E already are rejected.  ``InputError`` (parameter "energy") when
+        50 rounds of draws do not find ``count``."""
+        rng = np.random.default_rng(seed)
+        total = jax.jit(jax.vmap(lambda q, p: self.kinetic(p) + self.potential(q)))
+        found_q: list = []
+        found_p: list = []
+        for _ in range(50):
+            q = rng.uniform(-box, box, (4 * count, self.dof))
+            p = rng.uniform(-box, box, (4 * count, self.dof))
+            q[:, index], p[:, index] = value, 0.0
+            q, p = q[np.asarray(total(q, p)) < energy], p[np.asarray(total(q, p)) < energy]
+            lo, hi = np.zeros(len(q)), np.ones(len(q))
+            for _ in range(60):  # an upper end where H is above the energy
+                p[:, index] = hi
+                low = np.asarray(total(q, p)) < energy
+                if not low.any():
+                    break
+                hi = np.where(low, 2 * hi, hi)
+            for _ in range(80):
+                p[:, index] = mid = 0.5 * (lo + hi)
+                below = np.asarray(total(q, p)) < energy
+                lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+            p[:, index] = np.copysign(0.5 * (lo + hi), sign)
+            found_q.extend(q)
+            found_p.extend(p)
+            if len(found_q) >= count:
+                return np.array(found_q[:count]), np.array(found_p[:count])
+        raise InputError("energy", f"found {len(found_q)} of {count} states at E = {energy:g} "
+                         f"with the other coordinates in [-{box:g}, {box:g}]",
+                         "a larger box, or another energy")  # fmt: skip
+
 
 @final
 @register_pytree(data=("params",), meta=("H", "dof", "energy_degree"))

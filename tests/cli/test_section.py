@@ -1,0 +1,67 @@
+"""``mechint section``: states drawn on a surface at an energy, crossings located on the
+map and written with the run, a figure; bad input exits 2 with one line."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import mechint as mi
+from mechint.cli.section import draw_on_surface
+from tests.cli.helpers import invoke
+
+HH = [
+    "section", "--system", "henon-heiles", "--surface", "q_1=0", "--integrator",
+    "stormer-verlet", "--h", "0.05", "--steps", "2000",
+]  # fmt: skip
+
+
+def test_a_section_at_an_energy_is_written_with_its_figure(tmp_path, capsys):
+    out, plot = tmp_path / "hh.nc", tmp_path / "hh.png"
+    code, _, err = invoke([*HH, "--energy", "0.125", "--count", "4", "--seed", "3",
+                           "--out", str(out), "--plot", str(plot)], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "crossings of q_1=0 by 4 run(s)" in err and plot.stat().st_size > 10_000
+    with xr.open_dataset(out) as ds:
+        H0 = ds["H"].values[:, 0]
+        count = ds["section_crossing_count"].values
+        q = ds["section_crossing_q"].values
+        p = ds["section_crossing_p"].values
+    assert np.allclose(H0, 0.125, rtol=0, atol=1e-14)  # drawn on the energy level
+    assert np.all(count >= 10)
+    kept = np.isfinite(q[..., 0])
+    assert np.array_equal(kept.sum(axis=1), count)
+    assert np.max(np.abs(q[..., 0][kept])) < 1e-16  # on the surface
+    assert np.all(p[..., 0][kept] > 0)  # upwards
+    # the same crossings as the library's run from the same states
+    hh = mi.systems.HenonHeiles()
+    x0 = draw_on_surface(hh, 0, 0, 0.0, 0.125, 4, 3, 1.0, 1)
+    up = mi.Event(lambda t, x: x[0][0], direction=1, name="section")
+    lib = mi.simulate(hh, mi.integrators.StormerVerlet(), x0, 0.05, 2000, 2000, events=[up],
+                      max_events=1000)  # fmt: skip
+    assert np.array_equal(lib.events["section"].x[0], q, equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--surface", "x_1=0", "--q0", "0,0.1", "--p0", "0.3,0"], "--surface"),
+        (["--surface", "q_3=0", "--q0", "0,0.1", "--p0", "0.3,0"], "--surface"),
+        (["--surface", "q_1", "--q0", "0,0.1", "--p0", "0.3,0"], "--surface"),
+        (["--direction", "2", "--q0", "0,0.1", "--p0", "0.3,0"], "--direction"),
+        (["--axes", "q_1", "--q0", "0,0.1", "--p0", "0.3,0"], "--axes"),
+        (["--energy", "-1"], "--energy"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys, extra, needle):
+    argv = [a for a in HH if a not in ("--surface", "q_1=0")] + ["--surface", "q_1=0"]
+    code, _, err = invoke([*argv, *extra, "--out", str(tmp_path / "a.nc")], capsys)
+    assert code == 2 and err.count("\n") == 1 and needle in err, err
+    assert not (tmp_path / "a.nc").exists()
+
+
+def test_energy_needs_a_separable_system(tmp_path, capsys):
+    code, _, err = invoke(["section", "--system", "euler-top", "--inertia", "1,2,3",
+                           "--surface", "m_1=0", "--energy", "1", "--integrator", "kahan",
+                           "--h", "0.1", "--steps", "10", "--out", str(tmp_path / "a.nc")],
+                          capsys)  # fmt: skip
+    assert code == 2 and "--energy" in err
