@@ -158,9 +158,9 @@ def test_a_batch_finds_the_crossings_one_by_one_does_bit_for_bit():
 
 
 def test_simulate_in_chunks_records_what_integrate_does():
-    starts = _hh_starts(20)
-    sol = mi.integrate(HH, SS10, starts, 0.01, 3000, 50, events=[UP, DOWN_END])
-    traj = mi.simulate(HH, SS10, starts, 0.01, 3000, 50, events=[UP, DOWN_END],
+    starts, verlet = _hh_starts(20), I.StormerVerlet()
+    sol = mi.integrate(HH, verlet, starts, 0.01, 3000, 50, events=[UP, DOWN_END])
+    traj = mi.simulate(HH, verlet, starts, 0.01, 3000, 50, events=[UP, DOWN_END],
                        chunk_steps=20 * 100, throw=False)  # fmt: skip
     assert traj.stats["calls"] > 3
     for key in ("q1", "down"):
@@ -236,6 +236,14 @@ def test_a_failure_keeps_the_crossings_and_save_times_before_it():
     steps = failed.step
     if int(part.events["q1"].count):
         assert np.nanmax(part.events["q1"].t) < steps * 0.05
+    # samples every 100 steps: a crossing between the last sample and the failing step
+    # (t = 6, step 120 of 171) is kept all the same
+    six = Event(lambda t, x: t - 6.0, direction=1, name="six")
+    with pytest.raises(StepFailure) as info:
+        mi.simulate(HH, I.ExplicitEuler(), x0, 0.05, 4000, 100, events=[six])
+    part = info.value.trajectory
+    assert part is not None and part.events["six"].count == 1
+    assert part.events["six"].t[0] == pytest.approx(6.0, abs=1e-14)
     traj = mi.simulate(HH, I.ExplicitEuler(), x0, 0.05, 4000, events=[UP], save_at=[1.0, 150.0],
                        throw=False)  # fmt: skip
     assert np.isfinite(traj.x[0][0]).all() and np.isnan(traj.x[0][1]).all()
@@ -297,3 +305,46 @@ def test_bad_event_settings_are_refused(kwargs, parameter):
     assert info.value.parameter == parameter
     with pytest.raises(InputError, match="condition"):
         Event(cast(Any, "q1"))
+
+
+def test_times_on_the_step_grid_from_any_t0_are_results():
+    """Save times and time conditions exactly on the grid t0 + k h, t0 ≠ 0 (the host and
+    a compiled program may round t0 + k h differently): every state is a result, every
+    crossing located, in float64 and in float32 under jit."""
+    t0, h, n = 0.3, 0.07, 200
+    grid = t0 + np.arange(1, n + 1) * h
+    sol = mi.integrate(HH, I.StormerVerlet(), X0, h, n, t0=t0, save_at=grid)
+    traj = mi.simulate(HH, I.StormerVerlet(), X0, h, n, t0=t0, save_at=grid)
+    assert np.all(np.isfinite(np.asarray(sol.x[0]))) and np.all(np.isfinite(traj.x[0]))
+    for T in grid[:40:7]:
+        at_T = Event(lambda t, x, T=T: t - T, direction=1, terminal=True, name="T")
+        c = mi.integrate(HH, I.StormerVerlet(), X0, h, n, t0=t0, events=[at_T]).events["T"]
+        assert int(c.count) == 1 and abs(float(c.t[0]) - T) < 4e-16 * T
+    x32 = jax.tree.map(lambda a: a.astype(np.float32), X0)
+    run = jax.jit(lambda x: mi.integrate(HH, I.StormerVerlet(), x, 0.1, 100,
+                                         save_at=0.1 * np.arange(1, 100)).x[0])  # fmt: skip
+    assert np.all(np.isfinite(np.asarray(run(x32))))
+
+
+def test_a_failed_member_records_no_crossing_after_its_failure():
+    """Explicit Euler fails at step 171 (t = 8.55); a time condition at t = 9 is crossed
+    by the clock, not by the frozen member: no crossing is recorded."""
+    x0 = (np.array([0.0, 0.0]), np.array([0.7, 0.3]))
+    late = Event(lambda t, x: t - 9.0, direction=1, name="late")
+    sol = mi.integrate(HH, I.ExplicitEuler(), x0, 0.05, 400, events=[late])
+    assert int(sol.failed_step) > 0 and int(sol.events["late"].count) == 0
+
+
+def test_terminal_steps_keep_what_happened_before_the_end():
+    """q = cos t (the exact rotation, h = 0.5) ends at q = 0, t = π/2, inside the step
+    [1.5, 2]: a save time at 1.55 is a result, 1.9 is not; a second terminal event later
+    in the same step did not happen."""
+    end = Event(q1, direction=-1, terminal=True, name="end")
+    x0 = (np.array([1.0]), np.array([0.0]))
+    sol = mi.integrate(HO, Rotation(), x0, 0.5, 10, events=[end], save_at=[1.0, 1.55, 1.9])
+    q = np.asarray(sol.x[0][:, 0])
+    assert abs(float(sol.events["end"].t[0]) - np.pi / 2) < 1e-15
+    assert abs(q[1] - np.cos(1.55)) < 1e-15 and np.isnan(q[2])
+    later = Event(lambda t, x: t - 1.9, direction=1, terminal=True, name="later")
+    sol = mi.integrate(HO, Rotation(), x0, 0.5, 10, events=[end, later])
+    assert int(sol.events["end"].count) == 1 and int(sol.events["later"].count) == 0

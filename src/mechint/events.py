@@ -100,13 +100,17 @@ class Crossings(NamedTuple):
 
 class _Watched(NamedTuple):
     """One event's record in the loop: the condition at the last state ``g``, the
-    crossings seen ``n`` (may pass the capacity), their step's start state ``xk`` and
-    step number ``kk`` (capacity slots)."""
+    crossings seen ``n`` (may pass the capacity), their step's start state ``xk``, step
+    number ``kk`` and the condition's values at the step's ends ``ga``, ``gb`` as the
+    loop saw them (capacity slots): ``locate`` brackets with these, never evaluating
+    the ends again (another program may round the time t0 + k h otherwise)."""
 
     g: Any
     n: Any
     xk: Any
     kk: Any
+    ga: Any
+    gb: Any
 
 
 class _At(NamedTuple):
@@ -226,6 +230,8 @@ def initial_watch(watching: Watching, system, integrator, x0, t0, batched: bool,
             jnp.zeros(lead, dtype=jnp.int32),
             jax.tree.map(lambda a: jnp.zeros((*lead, capacity, *a.shape[len(lead):]), a.dtype), x0),
             jnp.zeros((*lead, capacity), dtype=jnp.int64),
+            jnp.zeros((*lead, capacity), dtype=leaf.dtype),
+            jnp.zeros((*lead, capacity), dtype=leaf.dtype),
         )
         for e in events
     )  # fmt: skip
@@ -252,20 +258,24 @@ def _keep(frozen, old, new):
     )
 
 
-def _record(w: _Watched, crossed, x, k, batched: bool) -> _Watched:
-    """``w`` with x (the crossing step's start) and k written in each crossing member's
-    next slot (while it has one), and the crossings counted."""
+def _record(w: _Watched, crossed, x, k, g_new, batched: bool) -> _Watched:
+    """``w`` with x (the crossing step's start), k and the condition at the step's ends
+    (``w.g``, ``g_new``) written in each crossing member's next slot (while it has one),
+    and the crossings counted."""
     capacity = w.kk.shape[-1]
 
-    def one(xk, kk, n, hit, x):
+    def one(xk, kk, ga, gb, n, hit, x, a, b):
         slot = jnp.minimum(n, capacity - 1)
         write = hit & (n < capacity)
-        xk = jax.tree.map(lambda b, a: b.at[slot].set(jnp.where(write, a, b[slot])), xk, x)
-        return xk, kk.at[slot].set(jnp.where(write, k, kk[slot]))
 
-    put = jax.vmap(one) if batched else one
-    xk, kk = put(w.xk, w.kk, w.n, crossed, x)
-    return w._replace(n=w.n + crossed.astype(w.n.dtype), xk=xk, kk=kk)
+        def put(buf, v):
+            return buf.at[slot].set(jnp.where(write, v, buf[slot]))
+
+        return jax.tree.map(put, xk, x), put(kk, k), put(ga, a), put(gb, b)
+
+    put = jax.vmap(one, in_axes=(0, 0, 0, 0, 0, 0, 0, 0, 0)) if batched else one
+    xk, kk, ga, gb = put(w.xk, w.kk, w.ga, w.gb, w.n, crossed, x, w.g, g_new)
+    return w._replace(n=w.n + crossed.astype(w.n.dtype), xk=xk, kk=kk, ga=ga, gb=gb)
 
 
 def watched_step(one_step, watching: Watching, system, integrator, t0, h, batched: bool):
@@ -284,14 +294,16 @@ def watched_step(one_step, watching: Watching, system, integrator, t0, h, batche
         t_new = _time(t0, new[1], h, x)
         ending = jnp.zeros_like(stopped)
         each = []
-        for e, g, w in zip(events, conditions, watch.each, strict=True):
+        live = ~stopped & (new[2] < 0)  # neither ended nor failed (a frozen state's
+        for e, g, w in zip(events, conditions, watch.each, strict=True):  # time runs on)
             g_new = g(t_new, x_new)
-            crossed = _crossed(w.g, g_new, e.direction) & ~stopped
-            w = w._replace(g=jnp.where(stopped, w.g, g_new))
+            crossed = _crossed(w.g, g_new, e.direction) & live
             w = jax.lax.cond(
-                jnp.any(crossed), lambda w, c=crossed: _record(w, c, x, carry[1], batched),
+                jnp.any(crossed),
+                lambda w, c=crossed, gn=g_new: _record(w, c, x, carry[1], gn, batched),
                 lambda w: w, w,
             )  # fmt: skip
+            w = w._replace(g=jnp.where(live, g_new, w.g))
             if e.terminal:
                 ending = ending | crossed
             each.append(w)
@@ -334,9 +346,10 @@ def _write(at: _At, k, x, batched: bool, per_step: int) -> _At:
 
 
 def save_steps(times, t0, h, steps: int, real):
-    """K_j per save time T_j: t_{K_j} ≤ T_j < t_{K_j + 1} by the loop's time rule
-    (``_time``, in the run's real type; reversed for h < 0), 0 ≤ K_j ≤ ``steps``.
-    NumPy on concrete input, JAX on traced (the same arithmetic)."""
+    """(K_j, τ_j) per save time T_j: t_{K_j} ≤ T_j < t_{K_j + 1} (reversed for h < 0),
+    0 ≤ K_j ≤ ``steps``, and τ_j = T_j − t_{K_j}, with t_k = t0 + k h in the run's real
+    type computed once here: K and τ agree by construction (a second program could round
+    t_k otherwise).  NumPy on concrete input, JAX on traced (the same arithmetic)."""
     xp = jnp if traced((times, t0, h)) else np
     times = xp.asarray(times, dtype=real)
     t0, h = xp.asarray(t0, dtype=real), xp.asarray(h, dtype=real)
@@ -349,13 +362,13 @@ def save_steps(times, t0, h, steps: int, real):
     for _ in range(4):  # the floor's rounding, corrected (a step or two at most)
         k = k - ((k > 0) & (sign * (times - t(k)) < 0)).astype(k.dtype)
         k = k + ((k < steps) & (sign * (times - t(k + 1)) >= 0)).astype(k.dtype)
-    return k
+    return k, times - t(k)
 
 
 def check_save_at(save_at, t0, h, steps: int, dtype: str, parameter: str = "save_at", *,
                   variable: bool = False):  # fmt: skip
-    """(the save times, their K_j, the most save times in one step) for a run of ``steps``
-    steps of ``h`` from ``t0``:
+    """(the save times, their K_j and τ_j (``save_steps``), the most save times in one
+    step) for a run of ``steps`` steps of ``h`` from ``t0`` in ``dtype``:
     ``InputError`` naming ``parameter`` unless they are a non-empty 1-D array of finite
     times, in the run's direction, within [t0, t0 + steps h], and the run's steps are
     not ``variable`` (a clock of its own: ``maps.physical_time``)."""
@@ -375,7 +388,7 @@ def check_save_at(save_at, t0, h, steps: int, dtype: str, parameter: str = "save
     if not np.all(np.isfinite(times)):
         raise InputError(parameter, "every time must be finite")
     times = times.astype(real)
-    K = save_steps(times, t0, h, steps, real)
+    K, tau = save_steps(times, t0, h, steps, real)
     if not traced((t0, h)):
         sign = np.sign(float(h))
         if np.any(sign * np.diff(times) < 0):
@@ -388,20 +401,23 @@ def check_save_at(save_at, t0, h, steps: int, dtype: str, parameter: str = "save
             bad = times[np.argmax(out)]
             raise InputError(parameter, f"time {bad:g} is outside the run [{float(start):g}, "
                              f"{float(end):g}]", "save within the run, or run longer")  # fmt: skip
-        return times, K, int(np.max(np.unique(K, return_counts=True)[1]))
-    return times, K, len(times)  # K traced (h or t0 is): as many as there are times
+        if np.any((K == steps) & (tau != 0)):
+            raise InputError(parameter, "a time is past the run's last step",
+                             "save within the run, or run longer")  # fmt: skip
+        return times, K, tau, int(np.max(np.unique(K, return_counts=True)[1]))
+    return times, K, tau, len(times)  # K traced (h or t0 is): as many as there are times
 
 
-def saved_at(system, integrator: Integrator, h, t0, times, watch: Watch, ends, batched: bool,
+def saved_at(system, integrator: Integrator, h, tau, watch: Watch, ends, end_tau, batched: bool,
              steps: int):  # fmt: skip
-    """The states at the save times: x_{K_j} itself where T_j = t_{K_j}, else the map's
-    partial step Φ_τ(x_{K_j}), τ = T_j − t_{K_j}; NaN where that state or step is not a
-    result (a member failed or ended before it: ``ends``, ``stopped_steps``) or the
-    time was never reached (save times out of order)."""
+    """The states at the save times: x_{K_j} itself where τ_j = 0 (T_j = t_{K_j}), else
+    the map's partial step Φ_τ(x_{K_j}) (``tau``: the τ_j of ``save_steps``); NaN where
+    that state or step is not a result (a member failed or ended before it: ``ends``,
+    ``stopped_steps``; a time in the step where a terminal event ended the run counts up
+    to the crossing's |τ|, ``end_tau``) or the time was never reached (out of order)."""
     at = watch.at
     real = jax.tree.leaves(at.xs)[0].dtype
-    times = jnp.asarray(times, real)
-    tau = times - _time(t0, at.steps, h, times)
+    tau = jnp.asarray(tau, real)
 
     def one(x, tau):
         x1 = integrator.step(system, x, tau)[0]
@@ -418,8 +434,9 @@ def saved_at(system, integrator: Integrator, h, t0, times, watch: Watch, ends, b
     end = jnp.where(ends >= 0, ends, jnp.iinfo(jnp.int64).max)
     # a time inside the run (traced times are not checked before), reached in order
     inside = (reach <= steps) & (jnp.sign(h) * tau >= 0) & (jnp.abs(tau) < jnp.abs(h))
-    reached = jnp.arange(times.shape[0], dtype=at.j.dtype) < at.j
-    valid = reached & inside & (reach < end[..., None])
+    reached = jnp.arange(tau.shape[0], dtype=at.j.dtype) < at.j
+    in_last = (at.steps + 1 == watch.stop[..., None]) & (jnp.abs(tau) <= end_tau[..., None])
+    valid = reached & inside & ((reach < end[..., None]) | in_last)
     return jax.tree.map(
         lambda a: jnp.where(valid.reshape(valid.shape + (1,) * (a.ndim - valid.ndim)), a,
                             jnp.nan).astype(a.dtype),
@@ -472,13 +489,16 @@ def _bracket_root(f, a, fa, b, fb):
     start = (a, fa, b, fb, jnp.asarray(0), jnp.asarray(0))
     a, fa, b, fb, _, it = jax.lax.while_loop(lambda s: ~done(s), body, start)
     tau = jnp.where(fb == 0, b, jnp.where(fa == 0, a, jnp.where(jnp.abs(fa) < jnp.abs(fb), a, b)))
-    return tau, (it < _MAX_ITERATIONS) | (fa == 0) | (fb == 0)
+    # a partial step that failed inside the bracket (F = NaN) leaves a non-finite end
+    finite = jnp.isfinite(fa) & jnp.isfinite(fb)
+    return tau, ((it < _MAX_ITERATIONS) | (fa == 0) | (fb == 0)) & finite
 
 
 def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched: bool):
-    """Every recorded crossing located on the map (see the module docstring): a dict
-    of ``Crossings`` by event name.  A crossing whose partial steps fail, or whose root
-    the solver does not bracket, is NaN (t and x), not a point of the flow."""
+    """Every recorded crossing located on the map (see the module docstring): (a dict
+    of ``Crossings`` by event name, per member the partial step |τ| at which a terminal
+    event ended the run, inf where none did).  A crossing whose partial steps fail, or
+    whose root the solver does not bracket, is NaN (t and x), not a point of the flow."""
     real = jax.tree.leaves(watch.each[0].xk)[0].dtype if events else jnp.float64
     h = jnp.asarray(h, real)
     found = []
@@ -488,7 +508,7 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
         kept = jnp.minimum(w.n, capacity)
         in_use = jnp.arange(capacity, dtype=kept.dtype) < kept[..., None]
 
-        def one(xk, k, used, g=g):
+        def one(xk, k, ga, gb, used, g=g):
             """One slot's crossing: (t, x, τ), NaN where it was not located."""
             tk = _time(t0, k, h, xk)
             x_, tk_, s_, h_ = jax.lax.stop_gradient((xk, tk, system, h))
@@ -497,10 +517,11 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
                 x1, st = integrator.step(s_, x_, tau)
                 return jnp.where(st.ok, g(tk_ + tau, x1), jnp.nan)
 
-            fa = jnp.where(used, g(tk_, x_), 0.0)  # an empty slot: nothing to solve
-            fb = F(h_)
+            # the ends as the loop saw them (an empty slot: nothing to solve)
+            fa, fb = jax.lax.stop_gradient((jnp.where(used, ga, 0.0), jnp.where(used, gb, 0.0)))
             tau, ok = _bracket_root(F, jnp.zeros_like(fb), fa, h_, fb)
-            ok = ok & used & ((jnp.sign(fa) != jnp.sign(fb)) | (fb == 0)) & jnp.isfinite(F(tau))
+            ok = ok & used & ((jnp.sign(fa) != jnp.sign(fb)) | (fb == 0))
+            ok = ok & (jnp.isfinite(F(tau)) | (tau == h_))
             # the implicit function theorem: the same τ, with dτ = −∂_θF / ∂_τF
             dF = jax.jvp(F, (tau,), (jnp.ones_like(tau),))[1]
             dF = jnp.where(dF == 0, 1.0, dF)
@@ -519,16 +540,17 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
         over = jax.vmap(one)  # slots
         if batched:
             over = jax.vmap(over)  # members
-        t, x, tau = over(w.xk, w.kk, in_use)
+        t, x, tau = over(w.xk, w.kk, w.ga, w.gb, in_use)
         found.append((e, w, t, x, tau, kept))
     # a crossing in a member's last step after the terminal crossing that ended it there
-    # did not happen (a terminal event crosses once: its first slot)
-    ends = [jnp.where(k > 0, jnp.abs(tau[..., 0]), jnp.inf)
+    # did not happen, another terminal event's included (a terminal event crosses once:
+    # its first slot); a terminal crossing not located judges nothing
+    ends = [jnp.where((k > 0) & jnp.isfinite(tau[..., 0]), jnp.abs(tau[..., 0]), jnp.inf)
             for e, _, _, _, tau, k in found if e.terminal]  # fmt: skip
+    end = jnp.min(jnp.stack(ends), axis=0) if ends else jnp.full(watch.stop.shape, jnp.inf)
     out = {}
     for e, w, t, x, tau, kept in found:
-        if ends and not e.terminal:
-            end = jnp.min(jnp.stack(ends), axis=0)
+        if ends:
             last = jnp.clip(kept - 1, 0, w.kk.shape[-1] - 1)[..., None]
             k_last = jnp.take_along_axis(w.kk, last, -1)[..., 0]
             tau_last = jnp.take_along_axis(tau, last, -1)[..., 0]
@@ -542,7 +564,7 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
                 x,
             )  # fmt: skip
         out[e.key] = Crossings(t, x, kept, w.n > w.kk.shape[-1])
-    return out
+    return out, end.astype(real)
 
 
 def _nan_unless(ok):

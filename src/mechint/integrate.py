@@ -438,7 +438,7 @@ def _chunk_jvp(integrator, batched, length, every, primals, tangents):
 def _integrate(system, integrator, x0, h, t0, at=None, *, steps, save_every, batched, checkpoint,
                watching=None):  # fmt: skip
     """``integrate`` under a transform: ``steps`` and ``save_every`` static (a derivative
-    needs the chunks' lengths).  ``at``: (save times, their K_j) with ``watching.times``."""
+    needs the chunks' lengths).  ``at``: (save times, their K_j, τ_j) with ``watching.times``."""
     carry = _start(system, x0, integrator, t0, batched, watching, at)
     n_saves = steps // save_every
     carry, xs = run_saves(
@@ -493,9 +493,16 @@ def _solution(system, integrator, x0, carry, xs, h, t0, every, n_saves: int, bat
     real = jax.tree.leaves(x0)[0].dtype
     failed_step, reason = decode(carry[2])
     ends = stopped_steps(watch, failed_step)
+    crossings: dict = {}
+    end_tau = None
+    if watch is not None and watching is not None and watching.events:
+        crossings, end_tau = locate(system, integrator, h, t0, watching.events, watch, batched)
     if watch is not None and watch.at is not None and at is not None:
         t = jnp.asarray(at[0], real)
-        x = saved_at(system, integrator, h, t0, t, watch, ends, batched, n_saves * every)
+        if end_tau is None:
+            end_tau = jnp.full(watch.stop.shape, jnp.inf, real)
+        x = saved_at(system, integrator, h, at[2], watch, ends, end_tau, batched,
+                     n_saves * every)  # fmt: skip
     else:
         x = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), x0, xs)
         sample = jnp.arange(n_saves + 1) * every
@@ -507,9 +514,6 @@ def _solution(system, integrator, x0, carry, xs, h, t0, every, n_saves: int, bat
         if clock is not None and not batched:  # variable steps: the physical time
             t = t0 + clock
     residual = jnp.where(failed_step >= 0, carry[3], 0.0)
-    crossings = {}
-    if watch is not None and watching is not None and watching.events:
-        crossings = locate(system, integrator, h, t0, watching.events, watch, batched)
     return Solution(t, x, failed_step, residual, reason.astype(jnp.int32), crossings)
 
 
@@ -581,18 +585,6 @@ def integrate(
     # a wrapper given as the map (``ReversibleAdaptive``) advances an extended state
     x0 = start_all(integrator, system, x0, batched, jax.tree.leaves(x0)[0].shape[0] if batched
                    else 1)  # fmt: skip
-    at = None
-    if save_at is not None:
-        if save_every != steps:
-            raise InputError("save_every", "is not used with save_at", "give one of the two")
-        at = check_save_at(
-            save_at,
-            t0,
-            h,
-            steps,
-            "float64" if dtype is None else dtype,
-            variable=physical_time(system, integrator, x0) is not None,
-        )
     if dtype is None:
         # the state's own dtype, as given (NumPy's or a tracer's: not canonicalised, so a
         # float64 state with JAX's 64-bit mode off is refused, never run in float32)
@@ -600,12 +592,18 @@ def integrate(
         real = jnp.dtype(_validate.real_dtype("float32" if single else "float64"))
     else:
         real = jnp.dtype(_validate.real_dtype(dtype))
+    at = None
+    if save_at is not None:
+        if save_every != steps:
+            raise InputError("save_every", "is not used with save_at", "give one of the two")
+        variable = physical_time(system, integrator, x0) is not None
+        at = check_save_at(save_at, t0, h, steps, str(real), variable=variable)
     cast = partial(jax.tree.map, lambda a: jnp.asarray(a, dtype=real))
     if real != jnp.float64:
         system = cast(system)
     args = (system, integrator, cast(x0), jnp.asarray(h, real), jnp.asarray(t0, real))
-    watching = Watching(events, max_events, *((0, 1) if at is None else (len(at[0]), at[2])))
-    at = None if at is None else at[:2]
+    watching = Watching(events, max_events, *((0, 1) if at is None else (len(at[0]), at[3])))
+    at = None if at is None else at[:3]  # (times, K_j, τ_j)
     if not _validate.traced((system, x0, h, t0)):
         every = jnp.asarray(save_every, dtype=jnp.int64)
         sol, start, end = _integrate_concrete(

@@ -53,7 +53,7 @@ class Plan:
     step0: int = 0  # steps before x0 (a continued run): failures are numbered from them
     events: tuple = ()  # mechint.Event s whose crossings the run records (events.py)
     max_events: int = 1  # crossings kept per member and event
-    save_at: Any = None  # (times, K_j) of save times (events.check_save_at), or None
+    save_at: Any = None  # (times, K_j, τ_j, most in a step): events.check_save_at; or None
 
     @property
     def n_saves(self) -> int:

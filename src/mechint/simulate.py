@@ -112,8 +112,8 @@ def _locate(system, integrator, h, t0, watch, *, events, batched):
 
 
 @partial(jax.jit, static_argnames=("integrator", "batched", "steps"))
-def _saved_at(system, integrator, h, t0, times, watch, ends, *, batched, steps):
-    return saved_at(system, integrator, h, t0, times, watch, ends, batched, steps)
+def _saved_at(system, integrator, h, tau, watch, ends, end_tau, *, batched, steps):
+    return saved_at(system, integrator, h, tau, watch, ends, end_tau, batched, steps)
 
 
 def _plan(n_saves: int, save_every: int, batch: int, chunk: int = _CHUNK_BODY_STEPS) -> int:
@@ -311,7 +311,7 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
     carry = initial_carry(x0_j, plan.batch if batched else None, real)
     t0_j = jnp.asarray(plan.t0, dtype=real)
     watch = None  # the record of events and save times (events.Watch), when watched
-    times, steps_at, per_step = plan.save_at if plan.save_at is not None else ((), None, 1)
+    times, steps_at, _, per_step = plan.save_at if plan.save_at is not None else ((), None, None, 1)
     watching = Watching(plan.events, plan.max_events, len(times), per_step)
     if watching:
         watch = initial_watch(watching, system, integrator, x0_j, t0_j, batched, steps_at)
@@ -398,32 +398,35 @@ def _host(watch):
     return None if watch is None else watch._replace(stop=np.asarray(watch.stop))
 
 
-def _at_times(plan: Plan, watch, ends, steps: int):
+def _at_times(plan: Plan, watch, ends, end_tau, steps: int):
     """(times, states at them, 0): the save times a trajectory of the run's first
     ``steps`` steps holds (those its steps reach), the states located (``_saved_at``;
     NaN where a member failed or ended before)."""
-    times, K, _ = plan.save_at
+    times, K, tau, _ = plan.save_at
     real = jnp.dtype(plan.dtype)
+    if end_tau is None:
+        end_tau = np.full(np.shape(ends), np.inf)
     x = _saved_at(plan.system, plan.integrator, jnp.asarray(plan.h, real),
-                  jnp.asarray(plan.t0, real), jnp.asarray(times, real), watch,
-                  jnp.asarray(ends), batched=plan.batched, steps=plan.steps)  # fmt: skip
-    reach = K + (times != np.asarray(plan.t0, real) + K.astype(real) * np.asarray(plan.h, real))
+                  jnp.asarray(tau, real), watch, jnp.asarray(ends), jnp.asarray(end_tau, real),
+                  batched=plan.batched, steps=plan.steps)  # fmt: skip
+    reach = K + (tau != 0)
     n = int(np.sum(reach <= steps))  # nondecreasing: a prefix
     axis = 1 if plan.batched else 0
     x = jax.tree.map(lambda a: np.asarray(a).take(np.arange(n), axis=axis), x)
     return np.asarray(times[:n], dtype=np.float64), x, 0
 
 
-def _crossings(plan: Plan, watch, steps: int) -> dict:
-    """The events' crossings of the run's first ``steps`` steps, located (``_locate``)
-    and on the host; a crossing in a later step (other members ran on in the chunk
-    whose failure stopped the run) is not the trajectory's."""
-    if watch is None:
-        return {}
+def _crossings(plan: Plan, watch, steps: int) -> tuple[dict, np.ndarray | None]:
+    """(the events' crossings of the run's first ``steps`` steps, located (``_locate``)
+    and on the host; per member the |τ| at which a terminal event ended the run).  A
+    crossing in a later step (other members ran on in the chunk whose failure stopped
+    the run) is not the trajectory's."""
+    if watch is None or not plan.events:
+        return {}, None
     real = jnp.dtype(plan.dtype)
-    found = _locate(plan.system, plan.integrator, jnp.asarray(plan.h, real),
-                    jnp.asarray(plan.t0, real), watch, events=plan.events,
-                    batched=plan.batched)  # fmt: skip
+    found, end_tau = _locate(plan.system, plan.integrator, jnp.asarray(plan.h, real),
+                             jnp.asarray(plan.t0, real), watch, events=plan.events,
+                             batched=plan.batched)  # fmt: skip
     out = {}
     for (key, c), w in zip(found.items(), watch.each, strict=True):
         c = jax.tree.map(np.asarray, c)
@@ -440,14 +443,15 @@ def _crossings(plan: Plan, watch, steps: int) -> dict:
         overflowed = np.asarray(c.overflowed) & (count == np.asarray(c.count))
         out[key] = Crossings(blank(c.t), jax.tree.map(blank, c.x), count.astype(np.int64),
                              overflowed)  # fmt: skip
-    return out
+    return out, np.asarray(end_tau)
 
 
 def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=None,
-                fail=None, watch=None) -> Trajectory:  # fmt: skip
+                fail=None, watch=None, reached=None) -> Trajectory:  # fmt: skip
     """The Trajectory of ``samples``, the run's saved samples from number ``first`` on
     (``steps``: the run's length when it stopped early; ``fail``: the failure record,
-    by default the carry's; ``watch``: the events' record)."""
+    by default the carry's; ``watch``: the record of events and save times, of the
+    first ``reached`` steps (default: those the samples cover))."""
     fail_step, codes, residual = fail or _failure(carry)
     full = (plan.steps if steps is None else steps) // plan.save_every + 1 - first
     ends = stopped_steps(_host(watch), fail_step)  # a failure, or a terminal event
@@ -466,10 +470,13 @@ def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=No
     index = np.arange(first, first + n_saved)
     t = plan.t0 + plan.h * (plan.save_every * index.astype(np.float64))
     covered = (first + n_saved - 1) * plan.save_every  # the steps this trajectory holds
+    if reached is None:
+        reached = covered
+    crossings, end_tau = _crossings(plan, watch, reached)
     save_every = plan.save_every
     if plan.save_at is not None:  # the states at the save times instead of the samples
-        t, x, save_every = _at_times(plan, watch, ends, covered if steps is None else steps)
-        covered = plan.steps if steps is None else steps
+        t, x, save_every = _at_times(plan, watch, ends, end_tau, reached)
+        covered = reached
     own = physical_time(plan.system, plan.integrator, x)
     if own is not None and not plan.batched and plan.save_at is None:  # variable steps
         t = plan.t0 + np.asarray(own, dtype=np.float64)
@@ -491,7 +498,7 @@ def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=No
         failed_step=fail_step,
         residual=residual,
         reason_code=np.asarray(codes, dtype=np.int8),
-        events=_crossings(plan, watch, covered),
+        events=crossings,
     )
 
 
@@ -539,9 +546,10 @@ def _raise_failure(plan: Plan, samples, saved, done, carry, handed: int, n: int,
     held = sum(jax.tree.leaves(part)[0].shape[0] for part in kept)
     partial_traj = None
     if held:
-        covered = (done + valid) * plan.save_every if plan.save_at is None else first - 1
+        covered = (done + valid) * plan.save_every
+        # crossings and save times up to the failing step's start, whatever the samples
         partial_traj = _trajectory(plan, kept, carry, first=handed, steps=covered, fail=record,
-                                   watch=watch)  # fmt: skip
+                                   watch=watch, reached=first - 1)  # fmt: skip
     x = unwrap_all(plan.integrator, carry[0])[0]
     last = jax.tree.map(lambda a: np.asarray(a)[member] if plan.batched else np.asarray(a), x)
     res = float(residual[member])

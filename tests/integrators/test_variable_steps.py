@@ -85,10 +85,10 @@ def _error(sol, T):
 
 
 def test_variable_steps_beat_fixed_steps_at_equal_cost():
-    """10 orbits of e = 0.9, 4000 steps an orbit: fixed-step Verlet's position error is
-    O(1) (the periapsis passage is under-resolved); both variable-step maps reach a
+    """5 orbits of e = 0.9, 4000 steps an orbit: fixed-step Verlet's position error is
+    O(0.1) (the periapsis passage is under-resolved); both variable-step maps reach a
     hundredfold smaller error with the same number of steps."""
-    T, n = 10 * PERIOD, 4000 * 10
+    T, n = 5 * PERIOD, 4000 * 5
     fixed = mi.integrate(KEPLER, I.StormerVerlet(), X0, T / n, n)
     ref = np.asarray(KEPLER.exact_solution(X0, np.array([T]))[0]).reshape(-1)
     err_fixed = float(np.max(np.abs(np.asarray(fixed.x[0][-1]) - ref)))
@@ -96,7 +96,7 @@ def test_variable_steps_beat_fixed_steps_at_equal_cost():
     ra = mi.integrate(KEPLER, ADAPTIVE, X0, eps, int(1.02 * n), events=[_at(T)])
     tt = mi.integrate(TRANSFORMED, I.StormerVerlet(), X0, eps, int(1.02 * n), events=[_at(T)])
     err_ra, err_tt = _error(ra, T), _error(tt, T)
-    assert err_fixed > 0.1
+    assert err_fixed > 0.05
     assert err_ra < 1e-2 * err_fixed and err_tt < 1e-2 * err_fixed, (err_fixed, err_ra, err_tt)
 
 
