@@ -67,10 +67,12 @@ class Trajectory:
         )
         failed = int(np.sum(self.failed))
         extra = f", g{tuple(np.shape(self.orientation))}" if self.orientation is not None else ""
+        crossed = "".join(f"; {key}: {int(np.sum(c.count))} crossings"
+                          for key, c in self.events.items())  # fmt: skip
         return (
             f"Trajectory({self.system!r}, {self.integrator!r}, h={self.h:g}, steps={self.steps}, "
             f"save_every={self.save_every}, {len(self.t)} samples, {span}; {shapes}{extra}; "
-            f"{failed} failed)"
+            f"{failed} failed{crossed})"
         )
 
     @property
