@@ -100,17 +100,13 @@ class Crossings(NamedTuple):
 
 class _Watched(NamedTuple):
     """One event's record in the loop: the condition at the last state ``g``, the
-    crossings seen ``n`` (may pass the capacity), their step's start state ``xk``, step
-    number ``kk`` and the condition's values at the step's ends ``ga``, ``gb`` as the
-    loop saw them (capacity slots): ``locate`` brackets with these, never evaluating
-    the ends again (another program may round the time t0 + k h otherwise)."""
+    crossings seen ``n`` (may pass the capacity), their step's start state ``xk`` and
+    step number ``kk`` (capacity slots)."""
 
     g: Any
     n: Any
     xk: Any
     kk: Any
-    ga: Any
-    gb: Any
 
 
 class _At(NamedTuple):
@@ -230,8 +226,6 @@ def initial_watch(watching: Watching, system, integrator, x0, t0, batched: bool,
             jnp.zeros(lead, dtype=jnp.int32),
             jax.tree.map(lambda a: jnp.zeros((*lead, capacity, *a.shape[len(lead):]), a.dtype), x0),
             jnp.zeros((*lead, capacity), dtype=jnp.int64),
-            jnp.zeros((*lead, capacity), dtype=leaf.dtype),
-            jnp.zeros((*lead, capacity), dtype=leaf.dtype),
         )
         for e in events
     )  # fmt: skip
@@ -258,24 +252,23 @@ def _keep(frozen, old, new):
     )
 
 
-def _record(w: _Watched, crossed, x, k, g_new, batched: bool) -> _Watched:
-    """``w`` with x (the crossing step's start), k and the condition at the step's ends
-    (``w.g``, ``g_new``) written in each crossing member's next slot (while it has one),
-    and the crossings counted."""
+def _record(w: _Watched, crossed, x, k, batched: bool) -> _Watched:
+    """``w`` with x (the crossing step's start) and k written in each crossing member's
+    next slot (while it has one), and the crossings counted."""
     capacity = w.kk.shape[-1]
 
-    def one(xk, kk, ga, gb, n, hit, x, a, b):
+    def one(xk, kk, n, hit, x):
         slot = jnp.minimum(n, capacity - 1)
         write = hit & (n < capacity)
 
         def put(buf, v):
             return buf.at[slot].set(jnp.where(write, v, buf[slot]))
 
-        return jax.tree.map(put, xk, x), put(kk, k), put(ga, a), put(gb, b)
+        return jax.tree.map(put, xk, x), put(kk, k)
 
-    put = jax.vmap(one, in_axes=(0, 0, 0, 0, 0, 0, 0, 0, 0)) if batched else one
-    xk, kk, ga, gb = put(w.xk, w.kk, w.ga, w.gb, w.n, crossed, x, w.g, g_new)
-    return w._replace(n=w.n + crossed.astype(w.n.dtype), xk=xk, kk=kk, ga=ga, gb=gb)
+    put = jax.vmap(one) if batched else one
+    xk, kk = put(w.xk, w.kk, w.n, crossed, x)
+    return w._replace(n=w.n + crossed.astype(w.n.dtype), xk=xk, kk=kk)
 
 
 def watched_step(one_step, watching: Watching, system, integrator, t0, h, batched: bool):
@@ -300,7 +293,7 @@ def watched_step(one_step, watching: Watching, system, integrator, t0, h, batche
             crossed = _crossed(w.g, g_new, e.direction) & live
             w = jax.lax.cond(
                 jnp.any(crossed),
-                lambda w, c=crossed, gn=g_new: _record(w, c, x, carry[1], gn, batched),
+                lambda w, c=crossed: _record(w, c, x, carry[1], batched),
                 lambda w: w, w,
             )  # fmt: skip
             w = w._replace(g=jnp.where(live, g_new, w.g))
@@ -445,9 +438,13 @@ def saved_at(system, integrator: Integrator, h, tau, watch: Watch, ends, end_tau
 
 
 def _time(t0, k, h, x):
-    """t0 + k h in the state's real type (the one time rule of the loop and ``locate``)."""
+    """t0 + k h in the state's real type: the one time rule of the loop, ``locate`` and
+    the save times.  k h is rounded before it is added (an optimization barrier keeps
+    XLA from fusing them into one multiply-add, which it does in some programs and not
+    in others), so every program, and NumPy, gives the same t_k."""
     real = jax.tree.leaves(x)[0].dtype
-    return jnp.asarray(t0, real) + k.astype(real) * jnp.asarray(h, real)
+    kh = jax.lax.optimization_barrier(k.astype(real) * jnp.asarray(h, real))
+    return jnp.asarray(t0, real) + kh
 
 
 def stopped_steps(watch: Watch | None, fail):
@@ -508,17 +505,19 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
         kept = jnp.minimum(w.n, capacity)
         in_use = jnp.arange(capacity, dtype=kept.dtype) < kept[..., None]
 
-        def one(xk, k, ga, gb, used, g=g):
+        def one(xk, k, used, g=g):
             """One slot's crossing: (t, x, τ), NaN where it was not located."""
             tk = _time(t0, k, h, xk)
             x_, tk_, s_, h_ = jax.lax.stop_gradient((xk, tk, system, h))
+            t_end = jax.lax.stop_gradient(_time(t0, k + 1, h, xk))  # the loop's t_{k+1}
 
             def F(tau):
                 x1, st = integrator.step(s_, x_, tau)
-                return jnp.where(st.ok, g(tk_ + tau, x1), jnp.nan)
+                return jnp.where(st.ok, g(jnp.where(tau == h_, t_end, tk_ + tau), x1), jnp.nan)
 
-            # the ends as the loop saw them (an empty slot: nothing to solve)
-            fa, fb = jax.lax.stop_gradient((jnp.where(used, ga, 0.0), jnp.where(used, gb, 0.0)))
+            # the ends as the loop evaluated them (an empty slot: nothing to solve)
+            fa = jnp.where(used, g(tk_, x_), 0.0)
+            fb = jnp.where(used, F(h_), 0.0)
             tau, ok = _bracket_root(F, jnp.zeros_like(fb), fa, h_, fb)
             ok = ok & used & ((jnp.sign(fa) != jnp.sign(fb)) | (fb == 0))
             ok = ok & (jnp.isfinite(F(tau)) | (tau == h_))
@@ -540,7 +539,7 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
         over = jax.vmap(one)  # slots
         if batched:
             over = jax.vmap(over)  # members
-        t, x, tau = over(w.xk, w.kk, w.ga, w.gb, in_use)
+        t, x, tau = over(w.xk, w.kk, in_use)
         found.append((e, w, t, x, tau, kept))
     # a crossing in a member's last step after the terminal crossing that ended it there
     # did not happen, another terminal event's included (a terminal event crosses once:
