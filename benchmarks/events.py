@@ -34,7 +34,7 @@ def rate(x0, steps: int, dtype: str, **kw) -> float:
     return batch * steps / best_of(go, 3).best
 
 
-def main(quick: bool, dtype: str, one=None, batch=None, steps=None) -> None:
+def main(quick: bool = False, dtype: str = "float64", one=None, batch=None, steps=None) -> None:
     section = mi.Event(lambda t, x: x[0], name="m1")
     one_steps = one or (10**5 if quick else 10**6)
     batch = batch or (10**3 if quick else 10**5)
@@ -49,6 +49,7 @@ def main(quick: bool, dtype: str, one=None, batch=None, steps=None) -> None:
         rates = [rate(x0, n, dtype), rate(x0, n, dtype, events=[section], max_events=64),
                  rate(x0, n, dtype, save_at=times)]  # fmt: skip
         print(f"| {label}, {n} steps | " + " | ".join(f"{r:.3g}" for r in rates) + " |")
+    print("targets: none (issue 33 asks for events, not a rate; the cost is reported)")
 
 
 if __name__ == "__main__":

@@ -129,7 +129,7 @@ def test_sections(tmp_path):
     maps keep the energy 10^5 times better than fixed steps."""
     result = _load("sections").main(quick=True, out=str(tmp_path / "s.png"))
     for sec in result["sections"].values():
-        assert np.nanmax(np.abs(sec["q1"])) < 1e-16 and np.all(sec["count"] > 50)
+        assert np.nanmax(np.abs(sec["q1"])) < 1e-16 and np.all(sec["count"] > 25)
     assert result["dop853"] < 1e-12
     kep = {k: np.nanmax(r["dH"]) for k, r in result["kepler"].items()}
     assert kep["fixed steps"] > 1.0

@@ -520,20 +520,24 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
             fb = jnp.where(used, F(h_), 0.0)
             tau, ok = _bracket_root(F, jnp.zeros_like(fb), fa, h_, fb)
             ok = ok & used & ((jnp.sign(fa) != jnp.sign(fb)) | (fb == 0))
-            ok = ok & (jnp.isfinite(F(tau)) | (tau == h_))
+
+            def G(tau):  # the condition and the state at τ, from the live inputs
+                x1, st = integrator.step(system, xk, tau)
+                return jnp.where(st.ok, g(tk + tau, x1), jnp.nan), x1
+
+            # one trace of the step: the values at the root and their rates in τ
+            (live, x1), (dF, dx1) = jax.jvp(G, (tau,), (jnp.ones_like(tau),))
+            ok = ok & jnp.isfinite(live)
             # the implicit function theorem: the same τ, with dτ = −∂_θF / ∂_τF
-            dF = jax.jvp(F, (tau,), (jnp.ones_like(tau),))[1]
-            dF = jnp.where(dF == 0, 1.0, dF)
-
-            def F_live(tau):
-                return g(tk + tau, integrator.step(system, xk, tau)[0])
-
-            live = F_live(tau)
+            dF = jax.lax.stop_gradient(jnp.where(dF == 0, 1.0, dF))
             tau_live = tau - (live - jax.lax.stop_gradient(live)) / dF
-            x1, st = integrator.step(system, xk, tau_live)
-            ok = ok & st.ok
+            shift = tau_live - jax.lax.stop_gradient(tau_live)  # 0, with the derivative dτ
+            x1 = jax.tree.map(lambda a, d: a + jax.lax.stop_gradient(d) * shift, x1, dx1)
             nan = _nan_unless(ok)
-            t = _event_time(system, integrator, t0, tk + tau_live, x1)
+            # at τ = h the loop's own t_{k+1} (tk + h may round to another number)
+            t = jnp.where(tau == h_, t_end + (tau_live - jax.lax.stop_gradient(tau_live)),
+                          tk + tau_live)  # fmt: skip
+            t = _event_time(system, integrator, t0, t, x1)
             return nan(t), jax.tree.map(nan, unwrap_all(integrator, x1)[0]), nan(tau)
 
         over = jax.vmap(one)  # slots
