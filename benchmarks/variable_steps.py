@@ -179,14 +179,17 @@ def energy_trend(t, H, segments: int = 20) -> tuple[float, float]:
 
 
 def main(quick: bool = False, out: str | None = None, cache: str | None = None) -> dict:
-    """The tables; ``quick``: a smoke test (10 orbits to 1e-3, 50 orbits of energy)."""
+    """The tables; ``quick``: a smoke test (fixed and adaptive steps, 10 orbits to 1e-3,
+    50 orbits of energy)."""
     orbits, goal, cap = (10, 1e-3, 4 * 10**6) if quick else (ORBITS, GOAL, FIXED_CAP)
     results: dict = {"steps": {}, "drift": {}}
     if cache and Path(cache).exists():
         results = json.loads(Path(cache).read_text())
     eccentricities = (0.9,) if quick else (0.9, 0.99)
+    # the smoke test leaves out the time-transformed map (Newton: the longest compile)
+    methods = (("fixed", 4096), ("adaptive", 256)) + (() if quick else (("transformed", 256),))
     for e in eccentricities:
-        for method, start in (("fixed", 4096), ("transformed", 256), ("adaptive", 256)):
+        for method, start in methods:
             key = f"{method} {e}"
             if key not in results["steps"]:
                 results["steps"][key] = steps_for(method, e, start // (4 if quick else 1),
@@ -198,14 +201,16 @@ def main(quick: bool = False, out: str | None = None, cache: str | None = None) 
     print("| e | fixed steps | time-transformed | reversible adaptive | fewer steps (fixed / "
           "transformed, fixed / adaptive) |")  # fmt: skip
     print("|---|---|---|---|---|")
+    none = {"steps": math.nan}
     for e in eccentricities:
-        f, t, a = (results["steps"][f"{m} {e}"] for m in ("fixed", "transformed", "adaptive"))
-        mark = " (extrapolated at order 2)" if f["extrapolated"] else ""
+        f, t, a = (results["steps"].get(f"{m} {e}", none)
+                   for m in ("fixed", "transformed", "adaptive"))  # fmt: skip
+        mark = " (extrapolated at order 2)" if f.get("extrapolated") else ""
         print(f"| {e} | ≥ {f['steps']:.2g}{mark} | {t['steps']:.3g} | {a['steps']:.3g} | "
               f"{f['steps'] / t['steps']:.0f}×, {f['steps'] / a['steps']:.0f}× |")  # fmt: skip
     orbits, per_orbit = (50, 200) if quick else (10_000, 1000)
     for e in eccentricities:
-        for method in ("transformed", "adaptive"):
+        for method in ("adaptive",) if quick else ("transformed", "adaptive"):
             if f"{method} {e}" not in results["drift"]:
                 results["drift"][f"{method} {e}"] = drift(method, e, orbits, per_orbit)
                 if cache:
@@ -220,7 +225,8 @@ def main(quick: bool = False, out: str | None = None, cache: str | None = None) 
         method, e = key.split()
         print(f"| {e} | {method} | {r['band']:.2e} | {r['trend']:+.3f} | {r['wall']:.1f} |")
     fewest = min(results["steps"][f"fixed {e}"]["steps"] / results["steps"][f"{m} {e}"]["steps"]
-                 for e in eccentricities for m in ("transformed", "adaptive"))  # fmt: skip
+                 for e in eccentricities for m in ("transformed", "adaptive")
+                 if f"{m} {e}" in results["steps"])  # fmt: skip
     trend = max(abs(r["trend"]) for r in results["drift"].values())
     print(
         f"targets: variable steps ≥ 20× fewer than fixed steps ({fewest:.0f}× at least); "
