@@ -244,12 +244,19 @@ def initial_watch(watching: Watching, system, integrator, x0, t0, batched: bool,
     return Watch(jnp.full(lead, -1, dtype=jnp.int64), each, at)
 
 
-def _keep(frozen, old, new):
+def freeze(frozen, old, new):
+    """Per batch member (or slot): ``old`` where ``frozen`` (the leading axes of the
+    leaves), else ``new``: the one per-member select of the loop (``integrate``'s too)."""
     return jax.tree.map(
         lambda a, b: jnp.where(frozen.reshape(frozen.shape + (1,) * (a.ndim - frozen.ndim)), a, b),
         old,
         new,
     )
+
+
+def _blank(valid, x):
+    """``x`` where ``valid`` (its leading axes), NaN elsewhere: not a result."""
+    return freeze(valid, x, jax.tree.map(lambda a: jnp.full_like(a, jnp.nan), x))
 
 
 def _record(w: _Watched, crossed, x, k, batched: bool) -> _Watched:
@@ -283,7 +290,7 @@ def watched_step(one_step, watching: Watching, system, integrator, t0, h, batche
         x = carry[0]
         new = one_step(i, carry)
         stopped = watch.stop >= 0
-        x_new = _keep(stopped, x, new[0])
+        x_new = freeze(stopped, x, new[0])
         t_new = _time(t0, new[1], h, x)
         ending = jnp.zeros_like(stopped)
         each = []
@@ -301,7 +308,7 @@ def watched_step(one_step, watching: Watching, system, integrator, t0, h, batche
                 ending = ending | crossed
             each.append(w)
         stop = jnp.where(ending, new[1], watch.stop)
-        x_new = _keep(ending, x, x_new)
+        x_new = freeze(ending, x, x_new)
         at = watch.at
         if at is not None:
             at = jax.lax.cond(
@@ -430,11 +437,7 @@ def saved_at(system, integrator: Integrator, h, tau, watch: Watch, ends, end_tau
     reached = jnp.arange(tau.shape[0], dtype=at.j.dtype) < at.j
     in_last = (at.steps + 1 == watch.stop[..., None]) & (jnp.abs(tau) <= end_tau[..., None])
     valid = reached & inside & ((reach < end[..., None]) | in_last)
-    return jax.tree.map(
-        lambda a: jnp.where(valid.reshape(valid.shape + (1,) * (a.ndim - valid.ndim)), a,
-                            jnp.nan).astype(a.dtype),
-        x,
-    )  # fmt: skip
+    return _blank(valid, x)
 
 
 def _time(t0, k, h, x):
@@ -560,12 +563,7 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
             late = (kept > 0) & (k_last + 1 == watch.stop) & ~(jnp.abs(tau_last) <= end)
             kept = kept - late.astype(kept.dtype)
             valid = jnp.arange(w.kk.shape[-1], dtype=kept.dtype) < kept[..., None]
-            t = jnp.where(valid, t, jnp.nan)
-            x = jax.tree.map(
-                lambda a, v=valid: jnp.where(v.reshape(v.shape + (1,) * (a.ndim - v.ndim)), a,
-                                             jnp.nan),
-                x,
-            )  # fmt: skip
+            t, x = _blank(valid, (t, x))
         out[e.key] = Crossings(t, x, kept, w.n > w.kk.shape[-1])
     return out, end.astype(real)
 

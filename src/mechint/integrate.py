@@ -41,6 +41,7 @@ from mechint.events import (
     Watching,
     check_events,
     check_save_at,
+    freeze,
     initial_watch,
     locate,
     saved_at,
@@ -119,15 +120,6 @@ def initial_carry(x0, batch: int | None, real):
     )
 
 
-def _freeze(frozen, old, new):
-    """Per batch member: keep ``old`` where ``frozen`` (shape (B,) or ()), else ``new``."""
-    return jax.tree.map(
-        lambda a, b: jnp.where(frozen.reshape(frozen.shape + (1,) * (a.ndim - frozen.ndim)), a, b),
-        old,
-        new,
-    )
-
-
 def _member_step(integrator: Integrator, batched: bool):
     """``integrator.step`` over every member of a batch (or the one state)."""
     return jax.vmap(integrator.step, in_axes=(None, 0, None)) if batched else integrator.step
@@ -145,7 +137,7 @@ def tracked_step(system, integrator: Integrator, h, batched: bool):
         x_new, st = step(system, x, h)
         newly = (fail < 0) & ~st.ok
         fail = jnp.where(newly, (k + 1) * _CODES + st.reason.astype(fail.dtype), fail)
-        return _freeze(fail >= 0, x, x_new), k + 1, fail, fail_res
+        return freeze(fail >= 0, x, x_new), k + 1, fail, fail_res
 
     return one_step
 
