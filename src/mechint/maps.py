@@ -131,8 +131,10 @@ class Traits:
     Φ_{-h} = Φ_h⁻¹; ``symplectic``: for canonical systems; ``poisson``: for the system's
     own Poisson tensor in general; ``explicit``; ``energy``: H∘Φ_h = H for every
     Hamiltonian system served (Marsden's energy integrators; midpoint keeps H only where H
-    is quadratic, which ``preserved`` says per system).  Which invariants are kept
-    exactly depends on the system: see ``Integrator.preserved``.
+    is quadratic, which ``preserved`` says per system); ``forced``: it advances systems
+    with forces that do work (``systems.Forced``), keeping what its traits promise for
+    them (see ``systems.forced``).  Which invariants are kept exactly depends on the
+    system: see ``Integrator.preserved``.
     """
 
     order: int
@@ -141,6 +143,7 @@ class Traits:
     symplectic: bool = False
     poisson: bool = False
     energy: bool = False
+    forced: bool = False
 
 
 EXACT_TRAITS = Traits(order=EXACT, symmetric=True, explicit=True, symplectic=True, poisson=True)
@@ -212,9 +215,19 @@ class Integrator(abc.ABC):
         return self.traits.symplectic if system.constant_structure else self.traits.poisson
 
 
+# why a map that does not declare ``Traits(forced=True)`` refuses a forced system
+FORCED_REFUSAL = (
+    "forces do work on a Forced system, and this map is for conservative systems: use "
+    "StormerVerlet(), SymplecticEuler() or ImplicitMidpoint() (forced variational), "
+    "AverageVectorField() or DiscreteGradient() (exact energy balance), Gauss() or an "
+    "explicit Runge-Kutta map"
+)
+
+
 def require_serves(integrator: Integrator, system, parameter: str = "integrator") -> None:
     """``UnsupportedError`` (naming ``parameter``) unless ``integrator`` serves ``system``."""
-    why = integrator.cannot_serve(system)
+    forced = getattr(system, "forced", False) and not integrator.traits.forced
+    why = FORCED_REFUSAL if forced else integrator.cannot_serve(system)
     if why is not None:
         raise UnsupportedError(
             parameter, f"{type(integrator).__name__} cannot advance {type(system).__name__}", why

@@ -161,6 +161,7 @@ def _make_plan(system, integrator, x0, h, steps, save_every, t0, dtype, orientat
     steps = _validate.count("steps", steps)
     save_every = _validate.save_every(steps, save_every)
     t0 = float(_validate.real_array("t0", t0, ()))
+    x0_np = system.starting_state(x0_np, t0)
     dtype = _validate.real_dtype(dtype)
     if compensation is not None and not compensated:
         raise InputError("compensation", "a starting correction needs compensated=True")

@@ -2,6 +2,7 @@
 defects and their scaling in h, observed order, power-law fits, integrals found from
 orbits (``find_integrals``)."""
 
+from mechint.diagnostics.balance import energy_balance, momentum_balance
 from mechint.diagnostics.comparison import Comparison, compare, reference_state
 from mechint.diagnostics.defects import (
     DefectScaling,
@@ -40,12 +41,14 @@ __all__ = [
     "compare",
     "defect_exponent",
     "drift",
+    "energy_balance",
     "energy_defect",
     "find_integrals",
     "fit_power_law",
     "invariant_errors",
     "jacobian",
     "measure_defect",
+    "momentum_balance",
     "momentum_defect",
     "monomials",
     "observed_order",

@@ -86,6 +86,7 @@ class Composition(Integrator):
             symplectic=t.symplectic,
             poisson=t.poisson,
             energy=t.energy,  # each stage keeps H exactly, so their product does
+            forced=t.forced,
         )
 
     def cannot_serve(self, system) -> str | None:

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import ClassVar, final
+from functools import partial
+from typing import ClassVar, cast, final
 
 import jax
 import jax.numpy as jnp
@@ -55,6 +56,7 @@ from mechint.maps import (
 from mechint.solvers import Newton
 from mechint.systems.base import PoissonSystem
 from mechint.systems.canonical import ReducedEnergy
+from mechint.systems.forced import Forced, dot, matvec
 
 # Gauss–Legendre nodes for H of unknown degree, and the check's
 _NODES, _CHECK_NODES = 8, 16
@@ -157,15 +159,55 @@ def _discrete_gradient_step(solver: Newton, system: PoissonSystem, x, h, dgrad):
 
     guess = z0 + h * (_structure(system, z0, z0) @ _flat_energy(system)[1](z0))
     z1, st = solver.solve(residual, guess, (system, z0, h))
-    ok, res = st.converged, st.residual
-    if degree is None:
-        coarse, fine = dgrad(system, z0, z1, n), dgrad(system, z0, z1, _CHECK_NODES)
-        eps = jnp.finfo(z0.dtype).eps
-        gap = jnp.max(jnp.abs(fine - coarse))
-        bad = ~(gap <= 16 * eps * (jnp.max(jnp.abs(fine)) + jnp.finfo(z0.dtype).tiny))
-        res = jnp.where(bad & ok, gap, res)
-        ok = ok & ~bad
+    ok, res = _quadrature_checked(system, z0, z1, degree, dgrad, st.converged, st.residual)
     return system.from_coordinates(z1), status(ok, res, Reason.NOT_CONVERGED)
+
+
+def _quadrature_checked(system, z0, z1, degree, dgrad, ok, res):
+    """(ok, residual) with the step failed where H is not declared polynomial and the
+    quadrature of ∇̄H at the root moves by more than 16 ulp from 8 to 16 nodes."""
+    if degree is not None:
+        return ok, res
+    coarse, fine = dgrad(system, z0, z1, _NODES), dgrad(system, z0, z1, _CHECK_NODES)
+    eps = jnp.finfo(z0.dtype).eps
+    gap = jnp.max(jnp.abs(fine - coarse))
+    bad = ~(gap <= 16 * eps * (jnp.max(jnp.abs(fine)) + jnp.finfo(z0.dtype).tiny))
+    return ok & ~bad, jnp.where(bad & ok, gap, res)
+
+
+def _forced_residual(dgrad, n: int, z, args):
+    """z − z0 − h[(Π(m) − R(m)) ∇̄H(z0, z) + F(t + h/2, m)], m = (z0 + z)/2."""
+    system, z0, t, h = args
+    base = system.base
+    mid = base.from_coordinates(0.5 * (z0 + z))
+    rate = matvec(_structure(base, z0, z) - system.damping(mid), dgrad(base, z0, z, n))
+    return z - z0 - h * (rate + system.generalized_force(t + 0.5 * h, mid))
+
+
+def _forced_step(solver: Newton, system: Forced, x, h, dgrad):
+    """The energy-balance map of McLachlan, Quispel and Robidoux (1999, §2) on a forced
+    system: z' = z + h[(Π(m) − R(m)) ∇̄H(z, z') + F(t + h/2, m)], m = (z + z')/2, with
+    the step's discrete work W = h ∇̄H·F and dissipation D = h ∇̄Hᵀ R(m) ∇̄H, so that
+    H(z') − H(z) = ∇̄H·(z' − z) = W − D exactly (Π skew).  A momentum map's impulse is
+    h ∇J(m)·(F − R(m)∇̄H) (kept to the map's order, not exactly)."""
+    base = system.base
+    xb, t, work, dissipated, impulses = system.split(x)
+    z0 = base.coordinates(xb)
+    degree = _integrand_degree(base, dgrad)
+    n = _nodes(degree)
+    guess = z0 + h * system.coordinate_rate(t, z0)
+    z1, st = solver.solve(partial(_forced_residual, dgrad, n), guess, (system, z0, t, h))
+    ok, res = _quadrature_checked(base, z0, z1, degree, dgrad, st.converged, st.residual)
+    z1 = cast(jax.Array, z1)
+    m = 0.5 * (z0 + z1)
+    mid = base.from_coordinates(m)
+    g = dgrad(base, z0, z1, n)
+    F, Rg = system.generalized_force(t + 0.5 * h, mid), matvec(system.damping(mid), g)
+    gained = [h * dot(dJ, F - Rg) for dJ in system.momentum_gradients(m)]
+    out = system.join(base.from_coordinates(z1), t + h, work + h * dot(g, F),
+                      dissipated + h * dot(g, Rg),
+                      tuple(i + d for i, d in zip(impulses, gained, strict=True)))  # fmt: skip
+    return out, status(ok, res, Reason.NOT_CONVERGED)
 
 
 @final
@@ -176,12 +218,14 @@ class AverageVectorField(ImplicitIntegrator):
     solver: Newton = dataclasses.field(default_factory=Newton)
 
     name: ClassVar[str] = "average-vector-field"
-    traits = Traits(order=2, symmetric=True, explicit=False, energy=True)
+    traits = Traits(order=2, symmetric=True, explicit=False, energy=True, forced=True)
 
     def cannot_serve(self, system) -> str | None:
-        return serves_only(system, (PoissonSystem,))
+        return serves_only(system.base if isinstance(system, Forced) else system, (PoissonSystem,))
 
-    def step(self, system: PoissonSystem, x, h) -> tuple[object, StepStatus]:
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        if isinstance(system, Forced):
+            return _forced_step(self.solver, system, x, h, _average)
         return _discrete_gradient_step(self.solver, system, x, h, _average)
 
     def poisson_on(self, system) -> bool:
@@ -190,6 +234,8 @@ class AverageVectorField(ImplicitIntegrator):
         return system.constant_structure and system.energy_degree == 2
 
     def preserved(self, system, x, h) -> dict:
+        if isinstance(system, Forced):
+            return kept(system, ("H_balance",), x)
         return kept(system, (system.energy_name, *_quadratic_casimirs(system, x)), x)
 
 
@@ -225,12 +271,15 @@ class DiscreteGradient(ImplicitIntegrator):
 
     def derived_traits(self) -> Traits:
         gonzalez = self.variant == "gonzalez"
-        return Traits(order=2 if gonzalez else 1, symmetric=gonzalez, explicit=False, energy=True)
+        return Traits(order=2 if gonzalez else 1, symmetric=gonzalez, explicit=False, energy=True,
+                      forced=True)  # fmt: skip
 
     def cannot_serve(self, system) -> str | None:
-        return serves_only(system, (PoissonSystem,))
+        return serves_only(system.base if isinstance(system, Forced) else system, (PoissonSystem,))
 
-    def step(self, system: PoissonSystem, x, h) -> tuple[object, StepStatus]:
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        if isinstance(system, Forced):
+            return _forced_step(self.solver, system, x, h, _VARIANTS[self.variant])
         return _discrete_gradient_step(self.solver, system, x, h, _VARIANTS[self.variant])
 
     def poisson_on(self, system) -> bool:
@@ -240,6 +289,8 @@ class DiscreteGradient(ImplicitIntegrator):
         return self.variant == "gonzalez" and quadratic
 
     def preserved(self, system, x, h) -> dict:
+        if isinstance(system, Forced):
+            return kept(system, ("H_balance",), x)
         reduced = self.variant == "gonzalez" and isinstance(system, ReducedEnergy)
         momenta = system.momentum_maps if reduced else ()
         names = (system.energy_name, *_quadratic_casimirs(system, x), *momenta)

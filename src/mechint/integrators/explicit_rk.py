@@ -52,7 +52,7 @@ class ExplicitEuler(ExplicitRungeKutta):
 
     name: ClassVar[str] = "explicit-euler"
     tableau: ClassVar[tab.ButcherTableau] = tab.EULER
-    traits = Traits(order=1, symmetric=False, explicit=True)
+    traits = Traits(order=1, symmetric=False, explicit=True, forced=True)
 
 
 @final
@@ -62,4 +62,4 @@ class RK4(ExplicitRungeKutta):
 
     name: ClassVar[str] = "rk4"
     tableau: ClassVar[tab.ButcherTableau] = tab.RK4
-    traits = Traits(order=4, symmetric=False, explicit=True)
+    traits = Traits(order=4, symmetric=False, explicit=True, forced=True)

@@ -72,7 +72,8 @@ class Gauss(ImplicitIntegrator):
         self.settle_traits()
 
     def derived_traits(self) -> Traits:
-        return Traits(order=2 * self.stages, symmetric=True, explicit=False, symplectic=True)
+        return Traits(order=2 * self.stages, symmetric=True, explicit=False, symplectic=True,
+                      forced=True)  # fmt: skip
 
     def cannot_serve(self, system) -> str | None:
         return None  # every system has a vector field

@@ -38,7 +38,7 @@ class ImplicitMidpoint(ImplicitIntegrator):
     solver: Newton = dataclasses.field(default_factory=Newton)
 
     name: ClassVar[str] = "midpoint"
-    traits = Traits(order=2, symmetric=True, explicit=False, symplectic=True)
+    traits = Traits(order=2, symmetric=True, explicit=False, symplectic=True, forced=True)
 
     def cannot_serve(self, system) -> str | None:
         return None  # every system has a vector field

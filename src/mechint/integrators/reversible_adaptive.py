@@ -74,7 +74,7 @@ class ReversibleAdaptive(Wrapper):
 
     def derived_traits(self) -> Traits:
         b = self.base.traits
-        return Traits(order=b.order, symmetric=True, explicit=b.explicit)
+        return Traits(order=b.order, symmetric=True, explicit=b.explicit, forced=b.forced)
 
     def start(self, system, x0, given, batched: bool, batch: int):
         """The clock (t, ρ) at the start: t = 0 and ρ = 1/σ(x0) per member, or

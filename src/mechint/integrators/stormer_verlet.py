@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar, final
 
+from mechint.integrators import forced
 from mechint.integrators.symplectic_euler import implicit_half, momentum_update
 from mechint.maps import (
     ImplicitIntegrator,
@@ -28,6 +29,7 @@ from mechint.maps import (
 )
 from mechint.solvers import Newton
 from mechint.systems.canonical import Canonical, Separable
+from mechint.systems.forced import Forced
 
 
 def _position_half(z, args):
@@ -43,12 +45,14 @@ class StormerVerlet(ImplicitIntegrator):
 
     # explicit for separable H (their use); a general H(q, p) takes Newton solves
     name: ClassVar[str] = "stormer-verlet"
-    traits = Traits(order=2, symmetric=True, explicit=True, symplectic=True)
+    traits = Traits(order=2, symmetric=True, explicit=True, symplectic=True, forced=True)
 
     def cannot_serve(self, system) -> str | None:
-        return serves_only(system, (Canonical,))
+        return serves_only(system.base if isinstance(system, Forced) else system, (Canonical,))
 
-    def step(self, system: Canonical, x, h) -> tuple[object, StepStatus]:
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        if isinstance(system, Forced):  # the discrete Lagrange–d'Alembert map
+            return forced.stormer_verlet(self.solver, system, x, h)
         q, p = x
         if isinstance(system, Separable):
             p = p - (0.5 * h) * system.potential_gradient(q)
@@ -63,7 +67,7 @@ class StormerVerlet(ImplicitIntegrator):
         p1 = half - (0.5 * h) * Hq(q1, half)
         return (q1, p1), combine([s1, s2])
 
-    def increment(self, system: Canonical, x, h) -> tuple[object, StepStatus]:
+    def increment(self, system, x, h) -> tuple[object, StepStatus]:
         """For separable H the increments (Δq, Δp) formed directly (Δp = the two half
         kicks, Δq = h ∇T at the half-step momentum): their rounding is relative to the
         increment, as compensated summation needs; otherwise the default."""
@@ -77,4 +81,4 @@ class StormerVerlet(ImplicitIntegrator):
         return d, ok_status((q + dq, p + d[1]))
 
     def preserved(self, system, x, h) -> dict:
-        return kept(system, system.momentum_maps, x)
+        return kept(system, forced.kept_momenta(system), x)

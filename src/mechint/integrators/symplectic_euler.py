@@ -16,6 +16,7 @@ import dataclasses
 from typing import ClassVar, final
 
 from mechint.errors import InputError
+from mechint.integrators import forced
 from mechint.maps import (
     ImplicitIntegrator,
     Reason,
@@ -29,6 +30,7 @@ from mechint.maps import (
 )
 from mechint.solvers import Newton
 from mechint.systems.canonical import Canonical, Separable
+from mechint.systems.forced import Forced
 
 
 def implicit_half(solver: Newton, equation, guess, args):
@@ -58,7 +60,7 @@ class SymplecticEuler(ImplicitIntegrator):
 
     # explicit for separable H (their use); a general H(q, p) takes Newton solves
     name: ClassVar[str] = "symplectic-euler"
-    traits = Traits(order=1, symmetric=False, explicit=True, symplectic=True)
+    traits = Traits(order=1, symmetric=False, explicit=True, symplectic=True, forced=True)
     settings: ClassVar[tuple[Setting, ...]] = (
         Setting("variant", "symplectic-euler: A (Marsden Example 1, default) or B"),
     )
@@ -68,9 +70,11 @@ class SymplecticEuler(ImplicitIntegrator):
             raise InputError("variant", f"must be 'A' or 'B', got {self.variant!r}")
 
     def cannot_serve(self, system) -> str | None:
-        return serves_only(system, (Canonical,))
+        return serves_only(system.base if isinstance(system, Forced) else system, (Canonical,))
 
-    def step(self, system: Canonical, x, h) -> tuple[object, StepStatus]:
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        if isinstance(system, Forced):  # the discrete Lagrange–d'Alembert map
+            return forced.symplectic_euler(self.solver, self.variant, system, x, h)
         q, p = x
         if isinstance(system, Separable):
             if self.variant == "A":
@@ -93,4 +97,4 @@ class SymplecticEuler(ImplicitIntegrator):
         return (q + h * Hp(q, p1), p1), status
 
     def preserved(self, system, x, h) -> dict:
-        return kept(system, system.momentum_maps, x)
+        return kept(system, forced.kept_momenta(system), x)

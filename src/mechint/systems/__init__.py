@@ -40,6 +40,7 @@ from mechint.systems.flows import (
     Kick,
     SymmetricFreeFlow,
 )
+from mechint.systems.forced import Forced
 from mechint.systems.free_rigid_body import FreeRigidBody
 from mechint.systems.gyrostat import ZhukovskyVolterra
 from mechint.systems.heavy_top import (
@@ -108,6 +109,7 @@ __all__ = [
     "ClebschTop",
     "EulerTop",
     "ExactSolution",
+    "Forced",
     "FreeRigidBody",
     "FreeTop",
     "GravityKick",

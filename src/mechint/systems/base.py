@@ -79,6 +79,8 @@ _PATTERNS = (
     (r"trP(\d+)", "Casimir tr P^{0}"),
     (r"trN(\d+)", "Casimir tr N^{0}, N = |p|²M − (Mp)∧p"),
     (r"K(\d+)", "Kahan's modified integral K{0} (kept exactly by Kahan's map)"),
+    (r"(\w+)_impulse", "impulse of the forces along the momentum map {0}, ∫ ∇{0}·(F − R∇H) dt"),
+    (r"(\w+)_balance", "{0} − its impulse: the momentum balance, constant along the solution"),
 )
 
 # What the dimensions of saved runs index.
@@ -108,6 +110,9 @@ class System(abc.ABC):
     # True where Π is the same at every state (canonical systems, ``PoissonHamiltonian``):
     # there symplectic Runge–Kutta maps are Poisson
     constant_structure: ClassVar[bool] = False
+    # True for a system with forces that do work (``systems.Forced``): only the maps whose
+    # traits say ``forced`` advance it
+    forced: ClassVar[bool] = False
 
     # ((var, dims), ...): a class constant, or set per instance (and kept by its pytree)
     state_fields: tuple[tuple[str, tuple[str, ...]], ...]
@@ -152,6 +157,12 @@ class System(abc.ABC):
     @abc.abstractmethod
     def validate_state(self, x, name: str = "x0") -> tuple[Any, bool]:
         """(the state as NumPy arrays, batched?) or ``InputError`` naming ``name``."""
+
+    def starting_state(self, x, t0) -> Any:
+        """The validated state ``x`` of a run that starts at time ``t0``: a system that
+        carries its own clock in the state (``Forced``) sets it there; the others
+        return ``x``."""
+        return x
 
     @abc.abstractmethod
     def example_state(self) -> Any:

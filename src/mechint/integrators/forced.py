@@ -1,0 +1,190 @@
+r"""The forced variational maps: the discrete Lagrange–d'Alembert principle.
+
+Marsden and West, "Discrete mechanics and variational integrators", Acta Numerica 10
+(2001) 357, §3.2; Kane, Marsden, Ortiz and West, IJNME 49 (2000) 1295.  With discrete
+forces F_d^± (impulses at the two ends of a step), the forced discrete Euler–Lagrange
+equations in position–momentum form are
+
+    p_k = −D₁L_d(q_k, q_{k+1}) − F_d^−(q_k, q_{k+1}),
+    p_{k+1} = D₂L_d(q_k, q_{k+1}) + F_d^+(q_k, q_{k+1}),
+
+and a momentum map J = p·ξ(q) of a symmetry of L_d changes by exactly the discrete
+impulse along it (the forced discrete Noether theorem, Marsden–West Theorem 3.2.1):
+
+    J(q_{k+1}, p_{k+1}) − J(q_k, p_k) = F_d^−·ξ(q_k) + F_d^+·ξ(q_{k+1}).
+
+For a canonical system of ``systems.Forced`` with its total force on p,
+f(t, q, p) = force(t, q, p) − R(q, p) ∂H/∂p(q, p), the quadratures of L_d and of the
+force give (Hamiltonian form, with H = T(p) + V(q) explicit and a general H by Newton):
+
+- symplectic Euler A (L_d = h L(q_{k+1}, v)): q_{k+1} = q_k + h ∂_pH(q_{k+1}, p_k),
+  p_{k+1} = p_k − h ∂_qH(q_{k+1}, p_k) + h f(t_{k+1}, q_{k+1}, p_k); F_d^− = 0,
+  F_d^+ = h f(t_{k+1}, q_{k+1}, p_k).  Explicit for a separable H whatever f depends on.
+- symplectic Euler B, its adjoint: p_{k+1} = p_k − h ∂_qH(q_k, p_{k+1})
+  + h f(t_k, q_k, p_{k+1}), q_{k+1} = q_k + h ∂_pH(q_k, p_{k+1}); F_d^− = h f(t_k, q_k,
+  p_{k+1}), F_d^+ = 0.  Implicit in p_{k+1} where f depends on p (damping).
+- Störmer–Verlet, B_{h/2} then A_{h/2}: p_{k+½} = p_k − (h/2) ∂_qH(q_k, p_{k+½})
+  + (h/2) f(t_k, q_k, p_{k+½}), q_{k+1} as the conservative map, p_{k+1} = p_{k+½}
+  − (h/2) ∂_qH(q_{k+1}, p_{k+½}) + (h/2) f(t_{k+1}, q_{k+1}, p_{k+½}); F_d^∓ = (h/2) f
+  at the two ends.  Second order and symmetric; explicit where f does not depend on p.
+
+With a zero force each is the conservative map bit for bit (the force enters as a term
+added after the conservative update).  The discrete work of a step is
+(F_d^− + F_d^+)·Δq / h, the force's trapezoidal work along the step (split into the work
+of the force and the dissipation of R), so the energy balance holds to O(h^p) (the
+energy of a symplectic map is kept only up to a bounded O(h^p) error); the impulses
+make every momentum balance J − I_J exact to round-off.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from mechint.maps import StepStatus, combine, ok_status
+from mechint.solvers import Newton
+from mechint.systems.canonical import Canonical, Separable
+from mechint.systems.forced import Forced, dot, matvec
+
+
+def kept_momenta(system) -> tuple[str, ...]:
+    """What a symplectic partitioned map keeps exactly: the momentum maps qᵀDp of a
+    conservative system, the balances J − I_J of a forced one (forced Noether)."""
+    if isinstance(system, Forced):
+        return tuple(f"{J}_balance" for J in system.momenta)
+    return tuple(system.momentum_maps)
+
+
+def forces(system: Forced, t, q, p):
+    """(force, dissipative force −R ∂H/∂p) on p at one sample."""
+    base = system.base
+    assert isinstance(base, Canonical)
+    x = (q, p)
+    f = (jnp.zeros_like(p) if system.force is None
+         else system._call(system.force, t, x).astype(p.dtype))  # fmt: skip
+    if system.dissipation is None:
+        return f, jnp.zeros_like(p)
+    R = system._call(system.dissipation, x).astype(p.dtype)
+    return f, -matvec(R, base.gradient(q, p)[1])
+
+
+def _total(system, t, q, p):
+    f, fr = forces(system, t, q, p)
+    return f + fr
+
+
+def _xi(system: Forced, q, p):
+    """ξ_J(q) = ∂J/∂p for each carried momentum map J = p·ξ(q)."""
+    base = system.base
+    return tuple(
+        jax.grad(lambda p, name=name: base.invariants((q, p))[name])(p) for name in system.momenta
+    )
+
+
+def _advance(system: Forced, x, q1, p1, dq, ends, h, t1):
+    """The extended state after a step: work and dissipation from the end forces
+    (F_d^−, F_d^+) = (h_−·f_−, h_+·f_+) given as ((h_−, t, q, p), (h_+, ...)) or None."""
+    _, _, work, dissipated, impulses = system.split(x)
+    w = jnp.zeros_like(work)
+    d = jnp.zeros_like(dissipated)
+    gained = [jnp.zeros_like(i) for i in impulses]
+    for end in ends:
+        if end is None:
+            continue
+        weight, te, qe, pe = end  # weight: h_±/h, the share of the step's quadrature
+        f, fr = forces(system, te, qe, pe)
+        w = w + weight * dot(f, dq)
+        d = d - weight * dot(fr, dq)
+        for i, xi in enumerate(_xi(system, qe, pe)):
+            gained[i] = gained[i] + (weight * h) * dot(f + fr, xi)
+    return system.join((q1, p1), t1, work + w, dissipated + d,
+                       tuple(i + g for i, g in zip(impulses, gained, strict=True)))  # fmt: skip
+
+
+def _kick_equation(z, args):
+    """p − c h ∂H/∂q(q, z) + c h f(t, q, z): a half (c = ½) or whole (c = 1) kick whose
+    force is taken at the new momentum z."""
+    system, t, q, p, ch = args
+    base = system.base
+    return (p - ch * base.gradient(q, z)[0]) + ch * _total(system, t, q, z)
+
+
+def _kick(solver: Newton, system: Forced, t, q, p, ch, guess) -> tuple[Any, StepStatus]:
+    """The momentum of a kick whose force is at the new momentum (B's, SV's first):
+    explicit for a separable H and a force without p; otherwise by Newton from
+    ``guess``."""
+    from mechint.integrators.symplectic_euler import implicit_half
+
+    base = system.base
+    if isinstance(base, Separable) and not system.momentum_dependent:
+        p1 = (p - ch * base.potential_gradient(q)) + ch * _total(system, t, q, p)
+        return p1, ok_status(p1)
+    return implicit_half(solver, _kick_equation, guess, (system, t, q, p, ch))
+
+
+def symplectic_euler(solver: Newton, variant: str, system: Forced, x, h):
+    from mechint.integrators.symplectic_euler import implicit_half, position_update
+
+    base = system.base
+    assert isinstance(base, Canonical)
+    (q, p), t, *_ = x
+    t1 = t + h
+    if variant == "A":
+        if isinstance(base, Separable):
+            dq = h * base.kinetic_gradient(p)
+            q1 = q + dq
+            st = ok_status(q1)
+            p1 = (p - h * base.potential_gradient(q1)) + h * _total(system, t1, q1, p)
+        else:
+            guess = q + h * base.gradient(q, p)[1]
+            q1, st = implicit_half(solver, position_update, guess, (base, q, p, h))
+            dq = q1 - q
+            p1 = (p - h * base.gradient(q1, p)[0]) + h * _total(system, t1, q1, p)
+        out = _advance(system, x, q1, p1, dq, (None, (1.0, t1, q1, p)), h, t1)
+        return out, combine([st, ok_status(p1)])
+    if isinstance(base, Separable):
+        guess = p - h * base.potential_gradient(q)
+    else:
+        guess = p - h * base.gradient(q, p)[0]
+    guess = guess + h * _total(system, t, q, p)
+    p1, st = _kick(solver, system, t, q, p, h, guess)
+    if isinstance(base, Separable):
+        dq = h * base.kinetic_gradient(p1)
+    else:
+        dq = h * base.gradient(q, p1)[1]
+    q1 = q + dq
+    out = _advance(system, x, q1, p1, dq, ((1.0, t, q, p1), None), h, t1)
+    return out, combine([st, ok_status(q1)])
+
+
+def stormer_verlet(solver: Newton, system: Forced, x, h):
+    from mechint.integrators.stormer_verlet import _position_half
+    from mechint.integrators.symplectic_euler import implicit_half
+
+    base = system.base
+    assert isinstance(base, Canonical)
+    (q, p), t, *_ = x
+    t1 = t + h
+    separable = isinstance(base, Separable)
+    if separable:
+        guess = (p - (0.5 * h) * base.potential_gradient(q)) + (0.5 * h) * _total(system, t, q, p)
+    else:
+        guess = p  # the conservative map's own start
+    half, s1 = _kick(solver, system, t, q, p, 0.5 * h, guess)
+    if separable:
+        dq = h * base.kinetic_gradient(half)
+        q1, s2 = q + dq, ok_status(half)
+        p1 = (half - (0.5 * h) * base.potential_gradient(q1)) + (0.5 * h) * _total(
+            system, t1, q1, half
+        )
+    else:
+        v0 = base.gradient(q, half)[1]
+        q1, s2 = implicit_half(solver, _position_half, q + h * v0, (base, q, half, h, v0))
+        dq = q1 - q
+        p1 = (half - (0.5 * h) * base.gradient(q1, half)[0]) + (0.5 * h) * _total(
+            system, t1, q1, half
+        )
+    ends = ((0.5, t, q, half), (0.5, t1, q1, half))
+    return _advance(system, x, q1, p1, dq, ends, h, t1), combine([s1, s2, ok_status(p1)])

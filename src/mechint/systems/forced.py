@@ -1,0 +1,369 @@
+r"""Forces that do work: a conservative system with a force, a dissipation and a clock.
+
+McLachlan, Quispel and Robidoux, "Geometric integration using discrete gradients", Phil.
+Trans. R. Soc. A 357 (1999) 1021, §2: a Poisson system ż = Π(z)∇H(z) (canonical:
+Π = 𝕁) with a dissipation R(z) (symmetric, positive semi-definite) and a force F(t, z)
+that may depend on time,
+
+    ż = (Π(z) − R(z)) ∇H(z) + F(t, z),
+
+changes its energy by the work of F less the dissipation:
+
+    dH/dt = ∇H·F − ∇Hᵀ R ∇H =: Ẇ − Ḋ,
+
+and a momentum map J of a symmetry of H (for a canonical system J = p·ξ(q), a first
+integral of ż = 𝕁∇H) by the impulse of the non-conservative part along the symmetry,
+dJ/dt = ∇J·(F − R∇H) =: İ_J (the forced Noether theorem; Marsden and West, "Discrete
+mechanics and variational integrators", Acta Numerica 10 (2001) 357, §3.2).
+
+``Forced`` carries these integrals in its state: (x, t, work, dissipated, and one impulse
+I_J per momentum map of the system), with ṫ = 1, so that
+
+    H − work + dissipated   and   J − I_J
+
+are first integrals of the extended system (``H_balance``, ``<J>_balance``).  A map that
+keeps a balance exactly does so because its discrete work (impulse) is the change of H
+(J) over its step: the energy-balance maps (the average vector field and the discrete
+gradients, ``integrators.energy``) for ``H_balance`` on every system, the forced
+variational maps (``integrators.forced``: the discrete Lagrange–d'Alembert versions of
+Störmer–Verlet and symplectic Euler) for ``J_balance``, the midpoint rule for the
+balances of quadratic H and J.  Any other map of the extended field (explicit
+Runge–Kutta, Gauss) keeps them to its order.
+
+Conventions: the time is the state's own ``t`` (it starts at the run's t0 and each step
+adds its h), so partial steps, events, resumed runs and batches see the same clock as the
+force; a canonical system's force acts on p (shape (dof,)) and its dissipation on ∂H/∂p
+((dof, dof): ṗ = −∂H/∂q − R ∂H/∂p + f); any other Poisson system's are given in its
+coordinates z ((d,) and (d, d): a body torque on m for the Euler top).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, ClassVar, final
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mechint._pytree import register_pytree
+from mechint._validate import traced
+from mechint.errors import InputError
+from mechint.systems.base import PoissonSystem, System
+from mechint.systems.canonical import Canonical, _parameters
+
+# the entries the extended state carries after the system's own (then one impulse per
+# momentum map)
+_CLOCK = ("t", "work", "dissipated")
+
+
+def dot(a, b):
+    """a·b over the last axis, summed term by term in order: elementwise operations
+    only, so that one state and a batch round alike (a batched ``@`` or ``sum`` is
+    another kernel, which rounds differently)."""
+    a, b = jnp.broadcast_arrays(a, b)
+    total = a[..., 0] * b[..., 0]
+    for i in range(1, a.shape[-1]):
+        total = total + a[..., i] * b[..., i]
+    return total
+
+
+def matvec(A, b):
+    """A b (one sample) as ``dot`` forms it."""
+    return dot(A, b[..., None, :])
+
+
+def _name(fn) -> str:
+    return "none" if fn is None else str(getattr(fn, "__name__", fn))
+
+
+def depends_on(fn, args, argnum: int) -> bool:
+    """Whether ``fn(*args)``'s value depends on ``args[argnum]``, read from its jaxpr
+    (conservative: an operation fed by the argument is taken to depend on it whole)."""
+    closed = jax.make_jaxpr(fn)(*args)
+    counts = [len(jax.tree.leaves(a)) for a in args]
+    start = sum(counts[:argnum])
+    marked = {id(v) for v in closed.jaxpr.invars[start : start + counts[argnum]]}
+    for eqn in closed.jaxpr.eqns:
+        if any(id(v) in marked for v in eqn.invars):
+            marked.update(id(v) for v in eqn.outvars)
+    return any(id(v) in marked for v in closed.jaxpr.outvars)
+
+
+@final
+@register_pytree(
+    data=("base", "params"),
+    meta=("force", "dissipation", "momenta", "state_fields", "momentum_dependent"),
+)
+@dataclasses.dataclass(frozen=True, eq=False, init=False)
+class Forced(System):
+    """``system`` (a ``PoissonSystem``: canonical, a constant S, a Lie–Poisson body)
+    with a ``force(t, x, params)`` and a ``dissipation(x, params)`` R ≥ 0 (either may
+    be None), as the extended system of the module docstring.
+
+    ``params``: a pytree of arrays passed to both functions (leaves of the system: traced,
+    differentiated and vmapped like any parameter; without it the functions are called
+    as ``force(t, x)`` and ``dissipation(x)``).  The state is (x, t, work, dissipated,
+    I_J for each of the system's momentum maps J): a state of ``system`` is extended with
+    zeros when validated (t then takes the run's t0); ``traj.x[0]`` is the system's
+    state, ``traj.x[1]`` the time.  Invariants: ``H_balance`` = H − work + dissipated and
+    ``<J>_balance`` = J − I_J, constant along the solution."""
+
+    base: PoissonSystem
+    force: Callable | None
+    dissipation: Callable | None
+    params: Any
+    momenta: tuple[str, ...]
+    momentum_dependent: bool
+
+    name: ClassVar[str] = "forced"
+    forced: ClassVar[bool] = True
+    descriptions: ClassVar[dict[str, str]] = {
+        "t": "time",
+        "work": "work done by the force, ∫ ∇H·F dt",
+        "dissipated": "energy dissipated, ∫ ∇Hᵀ R ∇H dt",
+        "H_balance": "H − work + dissipated: the energy balance, constant along the solution",
+    }
+
+    def __init__(self, system, force=None, dissipation=None, params=None):
+        if not isinstance(system, PoissonSystem):
+            raise InputError("system", f"{system!r} is not a Poisson system",
+                             "forces act on a system with an energy and a Poisson "
+                             "structure (canonical, PoissonHamiltonian, the tops)")  # fmt: skip
+        if isinstance(system, Forced):
+            raise InputError("system", "is already forced",
+                             "give one force (a sum of forces) and one dissipation")  # fmt: skip
+        if force is None and dissipation is None:
+            raise InputError("force", "no force and no dissipation", "give at least one")
+        for label, fn in (("force", force), ("dissipation", dissipation)):
+            if fn is not None and not callable(fn):
+                raise InputError(label, f"must be a function, got {type(fn).__name__}")
+        object.__setattr__(self, "base", system)
+        object.__setattr__(self, "force", force)
+        object.__setattr__(self, "dissipation", dissipation)
+        object.__setattr__(self, "params", _parameters(params))
+        momenta = tuple(system.momentum_maps)
+        object.__setattr__(self, "momenta", momenta)
+        fields = (*system.state_fields, *((name, ()) for name in _CLOCK),
+                  *((f"{J}_impulse", ()) for J in momenta))  # fmt: skip
+        object.__setattr__(self, "state_fields", fields)
+        object.__setattr__(self, "momentum_dependent", True)
+        object.__setattr__(self, "momentum_dependent", self._check_functions())
+
+    def _check_functions(self) -> bool:
+        """The force and dissipation traced once at the system's example state: their
+        shapes, and whether a canonical system's depend on p (an explicit half kick
+        where they do not)."""
+        x = jax.tree.map(jnp.asarray, self.base.example_state())
+        d = self.base.coordinates(x).shape[-1]
+        canonical = isinstance(self.base, Canonical)
+        n = self.base.dof if isinstance(self.base, Canonical) else d
+        shapes = {"force": (n,), "dissipation": (n, n)}
+        t = jnp.zeros(())
+        depends = False
+        for label, fn, args in (("force", self.force, (t, x)),
+                                ("dissipation", self.dissipation, (x,))):  # fmt: skip
+            if fn is None:
+                continue
+            full = (*args, self.params) if self.params is not None else args
+            try:
+                out = jax.eval_shape(fn, *full)
+            except Exception as exc:  # any failure to trace is the user's function's fault
+                raise InputError(
+                    label,
+                    f"could not be evaluated at a state of {self.base!r}: "
+                    f"{type(exc).__name__}: {exc}",
+                    "write it with jax.numpy so it can be traced",
+                ) from None
+            if getattr(out, "shape", None) != shapes[label]:
+                what = "on p" if canonical else "in the coordinates z"
+                raise InputError(
+                    label,
+                    f"must return shape {shapes[label]} ({what}), got "
+                    f"{getattr(out, 'shape', type(out).__name__)}",
+                    "a canonical system's force acts on p, its dissipation on ∂H/∂p; "
+                    "other systems' act on their coordinates",
+                )
+            if canonical and label == "force":
+                q, rest = x[0], full[len(args) :]
+                lead = args[:-1]  # (t,) for the force, () for the dissipation
+
+                def of_p(p, fn=fn, lead=lead, q=q, rest=rest):
+                    return fn(*lead, (q, p), *rest)
+
+                depends = depends_on(of_p, (x[1],), 0)
+        # a dissipation acts on ∂H/∂p, which depends on p
+        return depends or self.dissipation is not None
+
+    def __repr__(self) -> str:
+        return (f"Forced({self.base!r}, force={_name(self.force)}, "
+                f"dissipation={_name(self.dissipation)})")  # fmt: skip
+
+    # -- the state ------------------------------------------------------------------
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return ()
+
+    def split(self, x):
+        """(the system's state, t, work, dissipated, (I_J, ...))."""
+        return x[0], x[1], x[2], x[3], tuple(x[4:])
+
+    def join(self, xb, t, work, dissipated, impulses=()):
+        return (xb, t, work, dissipated, *impulses)
+
+    def validate_state(self, x, name: str = "x0"):
+        n = 4 + len(self.momenta)
+        if isinstance(x, tuple | list) and len(x) == n:
+            try:
+                xb, batched = self.base.validate_state(x[0], f"{name}[0]")
+            except InputError:
+                pass
+            else:
+                lead = jax.tree.leaves(xb)[0].shape[:1] if batched else ()
+                rest = []
+                for i, label in enumerate((*_CLOCK, *(f"{J}_impulse" for J in self.momenta))):
+                    value = np.asarray(x[1 + i], dtype=np.float64)
+                    if value.shape != lead or not np.all(np.isfinite(value)):
+                        raise InputError(f"{name}[{1 + i}] ({label})",
+                                         f"expected finite numbers of shape {lead}, got "
+                                         f"{value.shape}")  # fmt: skip
+                    rest.append(value)
+                return (xb, *rest), batched
+        xb, batched = self.base.validate_state(x, name)
+        lead = jax.tree.leaves(xb)[0].shape[:1] if batched else ()
+        zero = np.zeros(lead)
+        return (xb, *([zero] * (n - 1))), batched
+
+    def starting_state(self, x, t0):
+        """``x`` with its time set to the run's ``t0`` where it is still 0 (a state of
+        the system extended by ``validate_state``; a state that carries its own time, as
+        a resumed run's does, keeps it), and the force and dissipation checked finite
+        there (``InputError`` naming them)."""
+        t = x[1]
+        if traced((t0, t)):
+            return (x[0], jnp.where(t == 0, t0, t), *x[2:])
+        t = np.where(t == 0, np.asarray(t0, dtype=np.float64), t)
+        x = (x[0], t, *x[2:])
+        if traced((x, self.params)):  # numbers unknown: a bad value fails the run as data
+            return x
+        lead = np.shape(t)
+        state = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), x)
+        for label, fn in (("force", self.force), ("dissipation", self.dissipation)):
+            if fn is None:
+                continue
+
+            def value(x, fn=fn, label=label):
+                args = (x[1], x[0]) if label == "force" else (x[0],)
+                return self._call(fn, *args)
+
+            out = np.asarray(jax.vmap(value)(state) if lead else value(state))
+            if not np.all(np.isfinite(out)):
+                raise InputError(
+                    label,
+                    "is not finite at the initial state",
+                    "check the function at x0 and t0 (a division by zero?)",
+                )
+        return x
+
+    def example_state(self):
+        return self.validate_state(self.base.example_state())[0]
+
+    def state_from_options(self, given: dict, frame=None):
+        return self.validate_state(self.base.state_from_options(given, frame))[0]
+
+    def parameters(self) -> dict:
+        return {"system": type(self.base).__name__, **self.base.parameters(),
+                "force": _name(self.force), "dissipation": _name(self.dissipation)}  # fmt: skip
+
+    # -- the rates ------------------------------------------------------------------
+    def _call(self, fn, *args):
+        return fn(*args) if self.params is None else fn(*args, self.params)
+
+    def generalized_force(self, t, xb):
+        """F(t, z) in the coordinates z (one sample): a canonical force on p embedded
+        as (0, f)."""
+        z = self.base.coordinates(xb)
+        if self.force is None:
+            return jnp.zeros_like(z)
+        f = self._call(self.force, t, xb).astype(z.dtype)
+        if isinstance(self.base, Canonical):
+            return jnp.concatenate([jnp.zeros_like(f), f])
+        return f
+
+    def damping(self, xb):
+        """R(z) in the coordinates z (one sample): a canonical R on ∂H/∂p embedded as
+        the lower right block."""
+        z = self.base.coordinates(xb)
+        d = z.shape[-1]
+        if self.dissipation is None:
+            return jnp.zeros((d, d), z.dtype)
+        R = self._call(self.dissipation, xb).astype(z.dtype)
+        if isinstance(self.base, Canonical):
+            n = self.base.dof
+            return jnp.zeros((d, d), z.dtype).at[n:, n:].set(R)
+        return R
+
+    def coordinate_rate(self, t, z):
+        """ż = (Π − R)∇H + F at time t (one sample, in the coordinates z)."""
+        xb = self.base.from_coordinates(z)
+        g = self.energy_gradient(z)
+        Pi = self.base.poisson_tensor(xb).astype(z.dtype)
+        return matvec(Pi - self.damping(xb), g) + self.generalized_force(t, xb)
+
+    def energy_gradient(self, z):
+        """∇H in the coordinates z (one sample)."""
+        base = self.base
+        return jax.grad(lambda z: base.hamiltonian(base.from_coordinates(z)))(z)
+
+    def momentum_gradients(self, z):
+        """∇J in the coordinates z for each carried momentum map J (one sample)."""
+        base = self.base
+
+        def J(z, name):
+            return base.invariants(base.from_coordinates(z))[name]
+
+        return tuple(jax.grad(J)(z, name) for name in self.momenta)
+
+    def _per_sample(self, fn, x):
+        """``fn`` (of one extended state) over the leading axes of ``x`` (the time's)."""
+        lead = jnp.shape(x[1])
+        if not lead:
+            return fn(x)
+        flat = jax.tree.map(lambda a: jnp.reshape(a, (-1, *jnp.shape(a)[len(lead) :])), x)
+        out = jax.vmap(fn)(flat)
+        return jax.tree.map(lambda a: jnp.reshape(a, (*lead, *jnp.shape(a)[1:])), out)
+
+    def vector_field(self, x):
+        def one(x):
+            xb, t, _, _, _ = self.split(x)
+            z = self.base.coordinates(xb)
+            g = self.energy_gradient(z)
+            F, R = self.generalized_force(t, xb), self.damping(xb)
+            Rg = matvec(R, g)
+            Pi = self.base.poisson_tensor(xb).astype(z.dtype)
+            dz = matvec(Pi, g) - Rg + F
+            impulses = tuple(dot(dJ, F - Rg) for dJ in self.momentum_gradients(z))
+            rates = (jnp.ones_like(t), dot(g, F), dot(g, Rg), impulses)
+            return self.join(self.base.from_coordinates(dz), *rates)
+
+        return self._per_sample(one, x)
+
+    # -- the balances ---------------------------------------------------------------
+    def invariants(self, x) -> dict:
+        xb, _, work, dissipated, impulses = self.split(x)
+        values = self.base.invariants(xb)
+        H = values[self.base.energy_name]
+        out = {"H_balance": H - work + dissipated}
+        for J, I in zip(self.momenta, impulses, strict=True):
+            out[f"{J}_balance"] = values[J] - I
+        return out
+
+    @property
+    def quadratic_invariants(self) -> tuple[str, ...]:
+        """The balances of a quadratic H and of the quadratic momentum maps: kept by the
+        midpoint rule (their change over its step is the gradient at the midpoint times
+        the increment, which is its discrete work and impulse)."""
+        names = ("H_balance",) if self.base.energy_degree == 2 else ()
+        quadratic = self.base.quadratic_invariants
+        return names + tuple(f"{J}_balance" for J in self.momenta if J in quadratic)
