@@ -37,6 +37,7 @@ GALLERY = {
     "ge_marsden": "out",
     "heavy_top": "out",
     "sections": "out",
+    "forced": "out",
     "rigid_bodies": "out",
     "periodic_orbit": None,
     "lyapunov": None,

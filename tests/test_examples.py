@@ -1,5 +1,6 @@
 """Every example runs (small size) and reports the facts it is about."""
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -136,6 +137,23 @@ def test_sections(tmp_path):
     assert kep["time-transformed"] < 1e-5 * kep["fixed steps"]
     assert kep["reversible adaptive"] < 1e-5 * kep["fixed steps"]
     assert (tmp_path / "s.png").stat().st_size > 20_000
+
+
+def test_forced(tmp_path):
+    """The detumbling satellite's energy balance under the AVF to round-off (RK4's is
+    O(h⁴), far above), its spin ending about the axis of largest inertia; the damped
+    pendulum's energy within O(a²) of the linear oscillator's exact decay; the Duffing
+    section's clock at the forcing periods."""
+    result = _load("forced").main(quick=True, out=str(tmp_path / "f.png"))
+    sat = result["satellite"]
+    assert np.max(sat["AVF"]["balance"]) < 1e-14 < 1e-11 < np.max(sat["RK4"]["balance"])
+    assert abs(sat["AVF"]["axis"][2]) > 0.98 and sat["AVF"]["H"][-1] < 0.02 * sat["AVF"]["H"][0]
+    deviation = [r["deviation"] for r in result["pendulum"].values()]  # a = 0.3, 0.1, 0.03
+    assert all(7 < a / b < 12 for a, b in itertools.pairwise(deviation))
+    duff = result["duffing"]
+    assert len(duff["q"]) > 150 and np.max(np.abs(duff["clock"] - duff["t"])) < 1e-8
+    assert np.all(np.abs(duff["q"]) < 2) and duff["balance"] < 1e-3
+    assert (tmp_path / "f.png").stat().st_size > 20_000
 
 
 def test_rigid_bodies(tmp_path):
