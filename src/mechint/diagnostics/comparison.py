@@ -23,7 +23,6 @@ from mechint.errors import InputError
 from mechint.maps import Integrator
 from mechint.simulate import simulate
 from mechint.systems.base import ExactSolution, PoissonSystem, System
-from mechint.systems.forced import Forced
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +59,7 @@ def reference_state(system: System, x0, T: float):
 
 def _flat_flow(system: System, x0):
     """(ż(z), z ↦ state) in the system's coordinates z, or for a system without them (a
-    ``Forced`` one) in its leaves raveled one after the other."""
+    ``Forced`` one, attitude kinematics) in its leaves raveled one after the other."""
     if isinstance(system, PoissonSystem):
         return system.coordinate_field, system.from_coordinates
     leaves, treedef = jax.tree.flatten(jax.tree.map(jnp.asarray, x0))
@@ -83,8 +82,6 @@ def dop853_path(system: System, x0, times):
     """The states at ``times`` (increasing, from 0) of the flow from x0 by SciPy's DOP853
     at rtol = atol = 1e-13 in the system's coordinates (its leaves raveled where it has
     none), with a leading time axis."""
-    if not isinstance(system, PoissonSystem | Forced):
-        raise InputError("system", f"{type(system).__name__} has no coordinates for DOP853")
     z0 = flatten_state(system, x0)
     field, unflatten = _flat_flow(system, x0)
     f = jax.jit(field)

@@ -336,17 +336,6 @@ def attitude_flow(system, m0, g0, t):
     return _attitude(_inertia(system), m0, g0, t)
 
 
-def _rotation(w):
-    """exp(hat(w)) by Rodrigues' formula, smooth at w = 0."""
-    theta2 = jnp.sum(w * w)
-    small = theta2 < 1e-8
-    theta = jnp.sqrt(jnp.where(small, 1.0, theta2))
-    a = jnp.where(small, 1 - theta2 / 6, jnp.sin(theta) / theta)
-    b = jnp.where(small, 0.5 - theta2 / 24, (1 - jnp.cos(theta)) / (theta * theta))
-    W = so3.hat(w)
-    return jnp.eye(3, dtype=w.dtype) + a * W + b * (W @ W)
-
-
 def _frame(m, c):
     """P with rows (e_c × m)/ρ, m × (e_c × m)/(Gρ), m/G, in original axes (c traced)."""
     i, j = (c + 1) % 3, (c + 2) % 3
@@ -383,12 +372,12 @@ def _attitude(I, m, g0, t):
     general = g0 @ _frame(m, c).T @ Rz @ _frame(m_t, c)
     # closed forms: sphere and equilibria turn uniformly; a symmetric body turns about m
     # at rate G/I⊥ and about its axis at rate (1/I_i − 1/I⊥) m_i
-    uniform = g0 @ _rotation(t * m / I)
+    uniform = g0 @ so3.exp(t * m / I)
     i = jnp.where(Is[0] == Is[1], perm[2], perm[0])
     I_perp = jnp.where(Is[0] == Is[1], Is[0], Is[2])
     e_i = jnp.zeros_like(m).at[i].set(1.0)
     spin = (1 / I[i] - 1 / I_perp) * m[i]
-    symmetric = g0 @ _rotation(t * m / I_perp) @ _rotation(t * spin * e_i)
+    symmetric = g0 @ so3.exp(t * m / I_perp) @ so3.exp(t * spin * e_i)
     off = jnp.where(B >= 0, jnp.abs(ms[0]) + jnp.abs(ms[1]), jnp.abs(ms[1]) + jnp.abs(ms[2]))
     axis = off == 0  # m exactly along the circulation axis: an equilibrium (ρ = 0)
     g = jnp.select(

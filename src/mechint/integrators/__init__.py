@@ -29,6 +29,7 @@ from mechint.integrators.flows import (
 from mechint.integrators.gauss import Gauss
 from mechint.integrators.implicit_midpoint import ImplicitMidpoint
 from mechint.integrators.kahan import Kahan
+from mechint.integrators.lie_group import RKMK, CommutatorFree, Magnus
 from mechint.integrators.lie_group_variational import LieGroupVariational
 from mechint.integrators.oriented import Oriented
 from mechint.integrators.registry import INTEGRATORS, SETTINGS, build, settings_for
@@ -60,6 +61,7 @@ __all__ = [
     "EXACT",
     "INTEGRATORS",
     "RK4",
+    "RKMK",
     "SETTINGS",
     "SPLITTING_SCHEMES",
     "AverageVectorField",
@@ -67,6 +69,7 @@ __all__ = [
     "BodyDrift",
     "BodyKick",
     "BodyRotationMap",
+    "CommutatorFree",
     "Compensated",
     "Composition",
     "CompositionScheme",
@@ -85,6 +88,7 @@ __all__ = [
     "Kahan",
     "Kick",
     "LieGroupVariational",
+    "Magnus",
     "NumericalFlow",
     "Oriented",
     "Reason",

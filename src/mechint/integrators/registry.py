@@ -16,6 +16,7 @@ from mechint.integrators.explicit_rk import RK4, ExplicitEuler
 from mechint.integrators.gauss import Gauss
 from mechint.integrators.implicit_midpoint import ImplicitMidpoint
 from mechint.integrators.kahan import Kahan
+from mechint.integrators.lie_group import RKMK, CommutatorFree
 from mechint.integrators.lie_group_variational import LieGroupVariational
 from mechint.integrators.rigid_body_splitting import RigidBodySplitting
 from mechint.integrators.splitting import Splitting
@@ -41,6 +42,8 @@ INTEGRATORS: dict[str, type[Integrator]] = {
         RigidBodySplitting,
         ExactFlow,
         LieGroupVariational,
+        RKMK,
+        CommutatorFree,
     )
 }
 

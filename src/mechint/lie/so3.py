@@ -27,6 +27,44 @@ def vee(A: Float[ArrayLike, "... 3 3"]) -> Float[Array, "... 3"]:
     return jnp.stack([A[..., 2, 1], A[..., 0, 2], A[..., 1, 0]], axis=-1)
 
 
+def exp(w: Float[ArrayLike, "... 3"]) -> Float[Array, "... 3 3"]:
+    """exp(hat(w)) by Rodrigues' formula, 1 + a hat(w) + b hat(w)², a = sin θ/θ,
+    b = (1 − cos θ)/θ² = 2 sin²(θ/2)/θ², θ = |w|; by their series below θ² = 1e-8
+    (smooth at w = 0, and accurate to round-off there)."""
+    w = jnp.asarray(w)
+    return jnp.eye(3, dtype=w.dtype) + expm1(w)
+
+
+def expm1(w: Float[ArrayLike, "... 3"]) -> Float[Array, "... 3 3"]:
+    """exp(hat(w)) − 1 = a hat(w) + b hat(w)² (``exp``), formed without the identity:
+    R + R expm1(w) rounds R exp(hat(w)) once, relative to R, however small w is."""
+    w = jnp.asarray(w)
+    theta2 = jnp.sum(w * w, axis=-1)[..., None, None]
+    small = theta2 < 1e-8
+    theta = jnp.sqrt(jnp.where(small, 1.0, theta2))
+    a = jnp.where(small, 1 - theta2 / 6, jnp.sin(theta) / theta)
+    half = jnp.sin(0.5 * theta) / theta  # b = 2 sin²(θ/2)/θ²: no cancellation in 1 − cos θ
+    b = jnp.where(small, 0.5 - theta2 / 24, 2.0 * half * half)
+    W = hat(w)
+    return a * W + b * (W @ W)
+
+
+def dexpinv(u: Float[ArrayLike, "... 3"], v: Float[ArrayLike, "... 3"]) -> Float[Array, "... 3"]:
+    """dexp_u⁻¹(v) = Σ_k B_k/k! ad_u^k v on so(3) ≅ R³ (ad_u v = u × v), in closed form:
+    v − ½ u × v + c(θ) u × (u × v), c = (1 − (θ/2) cot(θ/2))/θ² (its series below θ² =
+    1e-4: 1/12 + θ²/720 + θ⁴/30240).  Iserles, Munthe-Kaas, Nørsett, Zanna, Acta
+    Numerica 9 (2000) 215, §2.3 and (B.10)."""
+    u, v = jnp.asarray(u), jnp.asarray(v)
+    theta2 = jnp.sum(u * u, axis=-1)[..., None]
+    small = theta2 < 1e-4
+    t2 = jnp.where(small, 1.0, theta2)
+    half = 0.5 * jnp.sqrt(t2)
+    c = jnp.where(small, 1 / 12 + theta2 / 720 + theta2 * theta2 / 30240,
+                  (1 - half * jnp.cos(half) / jnp.sin(half)) / t2)  # fmt: skip
+    uv = jnp.cross(u, v)
+    return v - 0.5 * uv + c * jnp.cross(u, uv)
+
+
 def quaternion(R: Float[ArrayLike, "... 3 3"]) -> Float[Array, "... 4"]:
     """A quaternion q = (w, u) of the rotation R, not normalized (Shepperd's method: of
     4w², 4u_i², the candidate 1 + tr R or 1 + 2R_ii − tr R that is largest is the stable

@@ -7,6 +7,7 @@ numbers (their ``parameter_table``); adding a system is its module plus one line
 
 from mechint._validate import lookup
 from mechint.systems import potentials
+from mechint.systems.attitude import AttitudeKinematics
 from mechint.systems.base import (
     BodiesInPotential,
     ExactSolution,
@@ -101,6 +102,7 @@ __all__ = [
     "FLOWS",
     "SYSTEMS",
     "AbstractHeavyTop",
+    "AttitudeKinematics",
     "BodiesInPotential",
     "Body",
     "BodyDrift",

@@ -158,6 +158,19 @@ class System(abc.ABC):
     def validate_state(self, x, name: str = "x0") -> tuple[Any, bool]:
         """(the state as NumPy arrays, batched?) or ``InputError`` naming ``name``."""
 
+    def rotation_fields(self) -> tuple[str, ...]:
+        """The state fields that are rotation matrices R (…, 3, 3) moving as
+        Ṙ = R hat(ω) (body angular velocities ω): where the Lie group maps
+        (``integrators.RKMK``, ``CommutatorFree``, ``Magnus``) act by R ↦ R exp(hat(σ));
+        the other fields are a vector space (they add)."""
+        return ()
+
+    def clock_field(self) -> str | None:
+        """The state field that is the time, where the state carries it (``Forced``,
+        ``AttitudeKinematics``: each step adds its h): compensated runs add h to it
+        exactly, so that it stays t0 + Σh to round-off."""
+        return None
+
     def starting_state(self, x, t0) -> Any:
         """The validated state ``x`` of a run that starts at time ``t0``: a system that
         carries its own clock in the state (``Forced``) sets it there; the others

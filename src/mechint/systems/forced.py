@@ -193,8 +193,32 @@ class Forced(System):
                     return fn(*lead, (q, p), *rest)
 
                 depends = depends_on(of_p, (x[1],), 0)
+        self._check_rotations(x)
         # a dissipation acts on ∂H/∂p, which depends on p
         return depends or self.dissipation is not None
+
+    def _check_rotations(self, x) -> None:
+        """A force or dissipation with entries on a rotation field's coordinates (R of
+        ``RigidBodies``, which moves only as Ṙ = R hat(ω)) is refused, checked at the
+        example state (``InputError``)."""
+        rotations = self.base.rotation_fields()
+        if not rotations or traced(self.params):
+            return
+        names = [name for name, _ in self.base.state_fields]
+        leaves, treedef = jax.tree.flatten(x)
+        marks = [jnp.full_like(a, 1.0 if names[i] in rotations else 0.0)
+                 for i, a in enumerate(leaves)]  # fmt: skip
+        mask = np.asarray(self.base.coordinates(jax.tree.unflatten(treedef, marks))) != 0
+        t = jnp.zeros(())
+        F = np.asarray(self.generalized_force(t, x))
+        R = np.asarray(self.damping(x))
+        if np.any(F[mask] != 0) or np.any(R[mask] != 0) or np.any(R[:, mask] != 0):
+            raise InputError(
+                "force" if np.any(F[mask] != 0) else "dissipation",
+                f"acts on the rotation matrices {rotations} of {self.base!r}",
+                "forces act on momenta and torques on the angular momenta: give zeros in "
+                "the rotation's coordinates",
+            )
 
     def __repr__(self) -> str:
         return (f"Forced({self.base!r}, force={_name(self.force)}, "
@@ -265,6 +289,12 @@ class Forced(System):
                     "check the function at x0 and t0 (a division by zero?)",
                 )
         return x
+
+    def clock_field(self) -> str | None:
+        return "t"
+
+    def rotation_fields(self) -> tuple[str, ...]:
+        return self.base.rotation_fields()
 
     def example_state(self):
         return self.validate_state(self.base.example_state())[0]

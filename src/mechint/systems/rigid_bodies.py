@@ -478,6 +478,9 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
     def vector_field(self, x) -> Any:
         return _per_state(self._one_field, x, 2)
 
+    def rotation_fields(self) -> tuple[str, ...]:
+        return ("R",)
+
     def _one_energy(self, x):
         pos, p, R, Pi = self.parts(x)
         T = 0.5 * jnp.sum(self.principal_momentum(Pi) ** 2 / self.inertia)
