@@ -97,7 +97,7 @@ def main(quick: bool = False, out: str | None = None) -> dict:
     for a, r in pend.items():
         print(f"damped pendulum, amplitude {a}: max |E − E_linear| / E0 = {r['deviation']:.2e}")
     duff = duffing(200 if quick else 3000)
-    print(f"Duffing: {len(duff['q'])} section points; the clock at them differs from "
+    print(f"Duffing: {len(duff['q'])} section points; the state's clock at them differs from "
           f"k·2π/ω by {np.max(np.abs(duff['clock'] - duff['t'])):.1e}; energy balance of "
           f"Störmer–Verlet (O(h²)) {duff['balance']:.1e}")  # fmt: skip
     if out:

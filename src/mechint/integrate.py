@@ -571,6 +571,7 @@ def integrate(
     t0 = _validate.real_array("t0", t0, ())
     if _validate.traced(x0):
         x0, batched = _traced_state(system, x0)
+        x0 = system.starting_state(x0, t0)
     else:
         x0, batched = system.validate_state(x0, "x0")
         x0 = system.starting_state(x0, t0)

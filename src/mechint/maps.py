@@ -219,8 +219,9 @@ class Integrator(abc.ABC):
 FORCED_REFUSAL = (
     "forces do work on a Forced system, and this map is for conservative systems: use "
     "StormerVerlet(), SymplecticEuler() or ImplicitMidpoint() (forced variational), "
-    "AverageVectorField() or DiscreteGradient() (exact energy balance), Gauss() or an "
-    "explicit Runge-Kutta map"
+    "AverageVectorField() or DiscreteGradient() (exact energy balance), Gauss(), an "
+    "explicit Runge-Kutta map, RKMK() or CommutatorFree() (with rotations), a Composition "
+    "of these, or ReversibleAdaptive around one"
 )
 
 

@@ -82,6 +82,8 @@ def dop853_path(system: System, x0, times):
     """The states at ``times`` (increasing, from 0) of the flow from x0 by SciPy's DOP853
     at rtol = atol = 1e-13 in the system's coordinates (its leaves raveled where it has
     none), with a leading time axis."""
+    if not _validate.traced(x0):  # a state of the system itself is extended (Forced)
+        x0 = system.starting_state(system.validate_state(x0)[0], 0.0)
     z0 = flatten_state(system, x0)
     field, unflatten = _flat_flow(system, x0)
     f = jax.jit(field)

@@ -24,7 +24,6 @@ import dataclasses
 from typing import ClassVar, final
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from mechint import _validate
@@ -67,12 +66,6 @@ class Compensated(Wrapper):
     def step(self, system, x, h) -> tuple[object, StepStatus]:
         state, e = x
         d, st = self.base.increment(system, state, h)
-        clock = system.clock_field()
-        if clock is not None:  # the time's increment is h itself, not t + h − t rounded
-            leaves, treedef = jax.tree.flatten(d)
-            at = [name for name, _ in system.state_fields].index(clock)
-            leaves[at] = jnp.full_like(leaves[at], h)
-            d = jax.tree.unflatten(treedef, leaves)
         a = jax.tree.map(lambda u, v: u + v, d, e)
         new = jax.tree.map(lambda u, v: u + v, state, a)
         e = jax.tree.map(lambda u, w, v: (u - w) + v, state, new, a)

@@ -207,7 +207,7 @@ def _forced_step(solver: Newton, system: Forced, x, h, dgrad):
     out = system.join(base.from_coordinates(z1), t + h, work + h * dot(g, F),
                       dissipated + h * dot(g, Rg),
                       tuple(i + d for i, d in zip(impulses, gained, strict=True)))  # fmt: skip
-    return out, status(ok, res, Reason.NOT_CONVERGED)
+    return system.advance_clock(x, out, h), status(ok, res, Reason.NOT_CONVERGED)
 
 
 @final
@@ -289,8 +289,10 @@ class DiscreteGradient(ImplicitIntegrator):
         return self.variant == "gonzalez" and quadratic
 
     def preserved(self, system, x, h) -> dict:
-        if isinstance(system, Forced):
-            return kept(system, ("H_balance",), x)
+        if isinstance(system, Forced):  # Gonzalez's is equivariant: the momenta's balances
+            reduced = self.variant == "gonzalez" and isinstance(system.base, ReducedEnergy)
+            momenta = tuple(f"{J}_balance" for J in system.momenta) if reduced else ()
+            return kept(system, ("H_balance", *momenta), x)
         reduced = self.variant == "gonzalez" and isinstance(system, ReducedEnergy)
         momenta = system.momentum_maps if reduced else ()
         names = (system.energy_name, *_quadratic_casimirs(system, x), *momenta)

@@ -41,7 +41,7 @@ class ExplicitRungeKutta(Integrator):
         return None  # every system has a vector field
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
-        x_next = rk_step(self.tableau, system, x, h)
+        x_next = system.advance_clock(x, rk_step(self.tableau, system, x, h), h)
         return x_next, ok_status(x_next)
 
 

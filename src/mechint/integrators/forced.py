@@ -99,8 +99,8 @@ def _advance(system: Forced, x, q1, p1, dq, ends, h, t1):
         d = d - weight * dot(fr, dq)
         for i, xi in enumerate(_xi(system, qe, pe)):
             gained[i] = gained[i] + (weight * h) * dot(f + fr, xi)
-    return system.join((q1, p1), t1, work + w, dissipated + d,
-                       tuple(i + g for i, g in zip(impulses, gained, strict=True)))  # fmt: skip
+    impulses = tuple(i + g for i, g in zip(impulses, gained, strict=True))
+    return system.advance_clock(x, system.join((q1, p1), t1, work + w, dissipated + d, impulses), h)
 
 
 def _kick_equation(z, args):

@@ -85,6 +85,7 @@ class Gauss(ImplicitIntegrator):
         Z, st = self.solver.solve(_residual, guess, (system, x, h, A))
         F = _stage_values(system, x, Z)
         x_next = jax.tree.map(lambda u, f: u + h * jnp.tensordot(b, f, axes=1), x, F)
+        x_next = system.advance_clock(x, x_next, h)
         return x_next, status(st.converged, st.residual, Reason.NOT_CONVERGED)
 
     def preserved(self, system, x, h) -> dict:

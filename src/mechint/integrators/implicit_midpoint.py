@@ -46,7 +46,9 @@ class ImplicitMidpoint(ImplicitIntegrator):
     def step(self, system, x, h) -> tuple[object, StepStatus]:
         guess = jax.tree.map(lambda xx, v: xx + h * v, x, system.vector_field(x))
         z, st = self.solver.solve(_residual, guess, (system, x, h))
-        return z, status(st.converged, st.residual, Reason.NOT_CONVERGED)
+        return system.advance_clock(x, z, h), status(
+            st.converged, st.residual, Reason.NOT_CONVERGED
+        )
 
     def increment(self, system, x, h) -> tuple[object, StepStatus]:
         """d = x_{k+1} − x_k solved for directly (its rounding is relative to |d|, not

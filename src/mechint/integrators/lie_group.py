@@ -182,7 +182,7 @@ class RKMK(Integrator):
         return kept(system, tuple(system.casimirs(x)), x)
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
-        y = advance(system, self.exponents(system, x, h), x)[0]
+        y = system.advance_clock(x, advance(system, self.exponents(system, x, h), x)[0], h)
         return y, ok_status(y)
 
     def increment(self, system, x, h) -> tuple[object, StepStatus]:
@@ -229,7 +229,7 @@ class CommutatorFree(Integrator):
         return kept(system, tuple(system.casimirs(x)), x)
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
-        y = advance(system, self.exponents(system, x, h), x)[0]
+        y = system.advance_clock(x, advance(system, self.exponents(system, x, h), x)[0], h)
         return y, ok_status(y)
 
     def increment(self, system, x, h) -> tuple[object, StepStatus]:
@@ -285,7 +285,7 @@ class Magnus(Integrator):
         return kept(system, tuple(system.casimirs(x)), x)
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
-        y = advance(system, self.exponents(system, x, h), x)[0]
+        y = system.advance_clock(x, advance(system, self.exponents(system, x, h), x)[0], h)
         return y, ok_status(y)
 
     def increment(self, system, x, h) -> tuple[object, StepStatus]:
@@ -296,9 +296,9 @@ class Magnus(Integrator):
         """The exponent of the step."""
         assert isinstance(system, AttitudeKinematics)
         mask = _rotation_mask(system, x)
-        R, t = x
-        F1 = generator(system, (R, t + _C1 * h))
-        F2 = generator(system, (R, t + _C2 * h))
+        R, t, rounding = x
+        F1 = generator(system, (R, t + _C1 * h, rounding))
+        F2 = generator(system, (R, t + _C2 * h, rounding))
         average = _scale(0.5 * h, _combine([(1.0, F1), (1.0, F2)]))
         commutator = _scale(-_COMMUTATOR * h * h, _bracket(mask, F1, F2))
         return [_combine([(1.0, average), (1.0, commutator)])]

@@ -22,7 +22,7 @@ from mechint._pytree import register_pytree
 from mechint._validate import real_array, rotations, traced
 from mechint.errors import InputError
 from mechint.lie import so3
-from mechint.systems.base import System
+from mechint.systems.base import System, kahan_clock
 from mechint.systems.canonical import _parameters
 
 
@@ -32,17 +32,18 @@ from mechint.systems.canonical import _parameters
 class AttitudeKinematics(System):
     """Ṙ = R hat(ω(t)) for a given body angular velocity ``omega(t)`` (or
     ``omega(t, params)``: a pytree of arrays, traced like any parameter), returning
-    shape (3,).  State (R, t): a rotation alone is extended with t = 0 (then the run's
-    t0)."""
+    shape (3,).  State (R, t, t's rounding): a rotation alone is extended with t = 0
+    (then the run's t0)."""
 
     omega: Callable
     params: Any
 
     name: ClassVar[str] = "attitude-kinematics"
-    state_fields = (("R", ("row", "col")), ("t", ()))
+    state_fields = (("R", ("row", "col")), ("now", ()), ("now_rounding", ()))
     descriptions: ClassVar[dict[str, str]] = {
         "R": "attitude (body to space)",
-        "t": "time",
+        "now": "time of the state (t0 plus the steps taken)",
+        "now_rounding": "what 'now' misses of t0 + Σh (Kahan's compensation)",
         "trRtR": "tr RᵀR (3 for a rotation)",
     }
 
@@ -83,8 +84,11 @@ class AttitudeKinematics(System):
         return flat.reshape((*t.shape, 3))
 
     def vector_field(self, x):
-        R, t = x
-        return R @ so3.hat(self.rate(t).astype(R.dtype)), jnp.ones_like(t)
+        R, t, _ = x
+        return R @ so3.hat(self.rate(t).astype(R.dtype)), jnp.ones_like(t), jnp.zeros_like(t)
+
+    def advance_clock(self, x, x_new, h):
+        return kahan_clock(x, x_new, h, 1)
 
     def clock_field(self) -> str | None:
         return "t"
@@ -109,27 +113,31 @@ class AttitudeKinematics(System):
         return {"omega": getattr(self.omega, "__name__", repr(self.omega))}
 
     def validate_state(self, x, name: str = "x0"):
-        if isinstance(x, tuple | list) and len(x) == 2:
-            R, t = x
+        if isinstance(x, tuple | list) and len(x) == 3:
+            R, t, rounding = x
         else:
-            R, t = x, None
+            R, t, rounding = x, None, None
         R = real_array(f"{name}[0] (R)" if t is not None else name, R)
         batched = R.ndim == 3
         R = rotations(name, R, 3, batched, R.shape[0] if batched else 1)
         lead = R.shape[:1] if batched else ()
         if t is None:
-            return (R, np.zeros(lead)), batched
-        t = np.asarray(real_array(f"{name}[1] (t)", t), dtype=np.float64)
-        if t.shape != lead:
-            raise InputError(f"{name}[1] (t)", f"expected shape {lead}, got {t.shape}")
-        return (R, t), batched
+            return (R, np.zeros(lead), np.zeros(lead)), batched
+        parts = []
+        for i, (label, value) in enumerate((("now", t), ("now_rounding", rounding))):
+            value = np.asarray(real_array(f"{name}[{i + 1}] ({label})", value))
+            if value.shape != lead:
+                raise InputError(f"{name}[{i + 1}] ({label})", f"expected shape {lead}, got "
+                                 f"{value.shape}")  # fmt: skip
+            parts.append(value)
+        return (R, *parts), batched
 
     def starting_state(self, x, t0):
         """The time set to the run's t0 where it is still 0 (a resumed state keeps its)."""
         t = x[1]
         if traced((t0, t)):
-            return x[0], jnp.where(t == 0, t0, t)
-        return x[0], np.where(t == 0, np.asarray(t0, dtype=np.float64), t)
+            return x[0], jnp.where(t == 0, t0, t), x[2]
+        return x[0], np.where(t == 0, np.asarray(t0, dtype=np.float64), t), x[2]
 
     def example_state(self):
         return self.validate_state(np.asarray(so3.exp(jnp.array([0.3, -0.2, 0.5]))))[0]

@@ -165,11 +165,13 @@ class System(abc.ABC):
         the other fields are a vector space (they add)."""
         return ()
 
-    def clock_field(self) -> str | None:
-        """The state field that is the time, where the state carries it (``Forced``,
-        ``AttitudeKinematics``: each step adds its h): compensated runs add h to it
-        exactly, so that it stays t0 + Σh to round-off."""
-        return None
+    def advance_clock(self, x, x_new, h) -> Any:
+        """``x_new`` (a step of size h from x) with the time it carries, where the state
+        carries one (``Forced``, ``AttitudeKinematics``), advanced from x's by h exactly
+        (``kahan_clock``); the others return ``x_new``.  Every map that serves such a
+        system ends its step with it, so the clock is t0 + Σh to round-off however many
+        steps are taken, whatever the map computed for it."""
+        return x_new
 
     def starting_state(self, x, t0) -> Any:
         """The validated state ``x`` of a run that starts at time ``t0``: a system that
@@ -424,6 +426,20 @@ class BodiesInPotential(System):
     def split_invariants(self, x) -> dict:
         """What every piece of the split keeps exactly: the momenta of the potential's
         declared symmetries and the Casimirs (RᵀR = I)."""
+
+
+def kahan_clock(x, x_new, h, at: int):
+    """``x_new`` (a tuple state) with its time, at index ``at``, and the time's rounding,
+    its last entry, advanced from those of x by h with Kahan's compensated sum:
+    y = h + r, t' = t + y, r' = y − (t' − t).  t' is then t0 + Σh rounded once (its
+    error does not grow with the steps: a plain t + h drifts by 8e-10 over 10⁵ steps of
+    0.01 in float64, and by 0.7 in float32)."""
+    t, rounding = x[at], x[-1]
+    y = h + rounding
+    t1 = t + y
+    out = list(x_new)
+    out[at], out[-1] = t1, y - (t1 - t)
+    return tuple(out)
 
 
 # -- validation shared by the systems ------------------------------------------------------

@@ -48,14 +48,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechint._pytree import register_pytree
-from mechint._validate import traced
+from mechint._validate import real_array, traced
 from mechint.errors import InputError
-from mechint.systems.base import PoissonSystem, System
+from mechint.systems.base import PoissonSystem, System, kahan_clock
 from mechint.systems.canonical import Canonical, _parameters
+from mechint.systems.time_transformed import TimeTransformed
 
 # the entries the extended state carries after the system's own (then one impulse per
 # momentum map)
-_CLOCK = ("t", "work", "dissipated")
+_CLOCK = ("now", "work", "dissipated")
 
 
 def dot(a, b):
@@ -105,10 +106,12 @@ class Forced(System):
     ``params``: a pytree of arrays passed to both functions (leaves of the system: traced,
     differentiated and vmapped like any parameter; without it the functions are called
     as ``force(t, x)`` and ``dissipation(x)``).  The state is (x, t, work, dissipated,
-    I_J for each of the system's momentum maps J): a state of ``system`` is extended with
-    zeros when validated (t then takes the run's t0); ``traj.x[0]`` is the system's
-    state, ``traj.x[1]`` the time.  Invariants: ``H_balance`` = H − work + dissipated and
-    ``<J>_balance`` = J − I_J, constant along the solution."""
+    I_J for each of the system's momentum maps J, the time's rounding): a state of
+    ``system`` is extended with zeros when validated (the time then takes the run's t0);
+    ``traj.x[0]`` is the system's state, ``traj.x[1]`` the time ("now": t0 + Σh to
+    round-off, ``base.kahan_clock``).  Invariants: ``H_balance`` = H − work + dissipated
+    and ``<J>_balance`` = J − I_J, constant along the solution.  A ``TimeTransformed``
+    system is refused (its steps are in the fictive time)."""
 
     base: PoissonSystem
     force: Callable | None
@@ -120,7 +123,8 @@ class Forced(System):
     name: ClassVar[str] = "forced"
     forced: ClassVar[bool] = True
     descriptions: ClassVar[dict[str, str]] = {
-        "t": "time",
+        "now": "time of the state (t0 plus the steps taken)",
+        "now_rounding": "what 'now' misses of t0 + Σh (Kahan's compensation)",
         "work": "work done by the force, ∫ ∇H·F dt",
         "dissipated": "energy dissipated, ∫ ∇Hᵀ R ∇H dt",
         "H_balance": "H − work + dissipated: the energy balance, constant along the solution",
@@ -131,6 +135,12 @@ class Forced(System):
             raise InputError("system", f"{system!r} is not a Poisson system",
                              "forces act on a system with an energy and a Poisson "
                              "structure (canonical, PoissonHamiltonian, the tops)")  # fmt: skip
+        if isinstance(system, TimeTransformed):
+            raise InputError(
+                "system",
+                "is time-transformed: its steps are in the fictive time",
+                "force the system itself, and for variable steps use ReversibleAdaptive",
+            )
         if isinstance(system, Forced):
             raise InputError("system", "is already forced",
                              "give one force (a sum of forces) and one dissipation")  # fmt: skip
@@ -146,7 +156,7 @@ class Forced(System):
         momenta = tuple(system.momentum_maps)
         object.__setattr__(self, "momenta", momenta)
         fields = (*system.state_fields, *((name, ()) for name in _CLOCK),
-                  *((f"{J}_impulse", ()) for J in momenta))  # fmt: skip
+                  *((f"{J}_impulse", ()) for J in momenta), ("now_rounding", ()))  # fmt: skip
         object.__setattr__(self, "state_fields", fields)
         object.__setattr__(self, "momentum_dependent", True)
         object.__setattr__(self, "momentum_dependent", self._check_functions())
@@ -155,7 +165,10 @@ class Forced(System):
         """The force and dissipation traced once at the system's example state: their
         shapes, and whether a canonical system's depend on p (an explicit half kick
         where they do not)."""
-        x = jax.tree.map(jnp.asarray, self.base.example_state())
+        try:
+            x = jax.tree.map(jnp.asarray, self.base.example_state())
+        except jax.errors.JAXTypeError:  # a traced parameter (Kepler(mu) under jit)
+            return True  # the shapes are checked when the run traces; the kick by Newton
         d = self.base.coordinates(x).shape[-1]
         canonical = isinstance(self.base, Canonical)
         n = self.base.dof if isinstance(self.base, Canonical) else d
@@ -170,11 +183,13 @@ class Forced(System):
             try:
                 out = jax.eval_shape(fn, *full)
             except Exception as exc:  # any failure to trace is the user's function's fault
+                signature = "force(t, x" if label == "force" else "dissipation(x"
+                signature += ", params)" if self.params is not None else ")"
                 raise InputError(
                     label,
                     f"could not be evaluated at a state of {self.base!r}: "
                     f"{type(exc).__name__}: {exc}",
-                    "write it with jax.numpy so it can be traced",
+                    f"write it as {signature} with jax.numpy, so it can be traced",
                 ) from None
             if getattr(out, "shape", None) != shapes[label]:
                 what = "on p" if canonical else "in the coordinates z"
@@ -194,8 +209,23 @@ class Forced(System):
 
                 depends = depends_on(of_p, (x[1],), 0)
         self._check_rotations(x)
+        self._check_dissipation(x)
         # a dissipation acts on ∂H/∂p, which depends on p
         return depends or self.dissipation is not None
+
+    def _check_dissipation(self, x) -> None:
+        """R symmetric and positive semi-definite at the example state, else
+        ``InputError`` (a negative R would pump energy in as 'dissipation')."""
+        if self.dissipation is None or traced(self.params):
+            return
+        R = np.asarray(self._call(self.dissipation, x), dtype=np.float64)
+        scale = float(np.max(np.abs(R))) or 1.0
+        if (
+            np.max(np.abs(R - R.T)) > 1e-12 * scale
+            or np.min(np.linalg.eigvalsh(R)) < -1e-12 * scale
+        ):
+            raise InputError("dissipation", "is not symmetric positive semi-definite at the "
+                             "example state", "R(x) ≥ 0: e.g. c·eye(n) with c ≥ 0")  # fmt: skip
 
     def _check_rotations(self, x) -> None:
         """A force or dissipation with entries on a rotation field's coordinates (R of
@@ -230,14 +260,20 @@ class Forced(System):
         return ()
 
     def split(self, x):
-        """(the system's state, t, work, dissipated, (I_J, ...))."""
-        return x[0], x[1], x[2], x[3], tuple(x[4:])
+        """(the system's state, the time, work, dissipated, (I_J, ...)); the time's
+        rounding, the last entry, is the clock's own (``advance_clock``)."""
+        return x[0], x[1], x[2], x[3], tuple(x[4:-1])
 
-    def join(self, xb, t, work, dissipated, impulses=()):
-        return (xb, t, work, dissipated, *impulses)
+    def join(self, xb, t, work, dissipated, impulses=(), rounding=None):
+        """The state of its parts (the time's rounding 0 unless given)."""
+        return (xb, t, work, dissipated, *impulses,
+                jnp.zeros_like(t) if rounding is None else rounding)  # fmt: skip
+
+    def advance_clock(self, x, x_new, h):
+        return kahan_clock(x, x_new, h, 1)
 
     def validate_state(self, x, name: str = "x0"):
-        n = 4 + len(self.momenta)
+        n = 5 + len(self.momenta)
         if isinstance(x, tuple | list) and len(x) == n:
             try:
                 xb, batched = self.base.validate_state(x[0], f"{name}[0]")
@@ -246,14 +282,12 @@ class Forced(System):
             else:
                 lead = jax.tree.leaves(xb)[0].shape[:1] if batched else ()
                 rest = []
-                for i, label in enumerate((*_CLOCK, *(f"{J}_impulse" for J in self.momenta))):
-                    value = np.asarray(x[1 + i], dtype=np.float64)
-                    if value.shape != lead or not np.all(np.isfinite(value)):
-                        raise InputError(f"{name}[{1 + i}] ({label})",
-                                         f"expected finite numbers of shape {lead}, got "
-                                         f"{value.shape}")  # fmt: skip
-                    rest.append(value)
-                return (xb, *rest), batched
+                labels = [field for field, _ in self.state_fields[-(n - 1) :]]
+                shapes = [np.shape(v) for v in x[1:]]
+                if all(s == lead for s in shapes):  # else a batch of the system's states
+                    for i, label in enumerate(labels):
+                        rest.append(np.asarray(real_array(f"{name}[{1 + i}] ({label})", x[1 + i])))
+                    return (xb, *rest), batched
         xb, batched = self.base.validate_state(x, name)
         lead = jax.tree.leaves(xb)[0].shape[:1] if batched else ()
         zero = np.zeros(lead)
@@ -269,7 +303,7 @@ class Forced(System):
             return (x[0], jnp.where(t == 0, t0, t), *x[2:])
         t = np.where(t == 0, np.asarray(t0, dtype=np.float64), t)
         x = (x[0], t, *x[2:])
-        if traced((x, self.params)):  # numbers unknown: a bad value fails the run as data
+        if traced((x, self)):  # numbers unknown: a bad value fails the run as data
             return x
         lead = np.shape(t)
         state = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), x)
@@ -281,17 +315,16 @@ class Forced(System):
                 args = (x[1], x[0]) if label == "force" else (x[0],)
                 return self._call(fn, *args)
 
-            out = np.asarray(jax.vmap(value)(state) if lead else value(state))
-            if not np.all(np.isfinite(out)):
+            out = jax.vmap(value)(state) if lead else value(state)
+            if traced(out):  # staged into a caller's jit: the run reports it as data
+                return x
+            if not np.all(np.isfinite(np.asarray(out))):
                 raise InputError(
                     label,
                     "is not finite at the initial state",
                     "check the function at x0 and t0 (a division by zero?)",
                 )
         return x
-
-    def clock_field(self) -> str | None:
-        return "t"
 
     def rotation_fields(self) -> tuple[str, ...]:
         return self.base.rotation_fields()
