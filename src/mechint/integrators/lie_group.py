@@ -156,22 +156,21 @@ CF4 = CommutatorFreeScheme(
 )
 
 
-@final
-@dataclasses.dataclass(frozen=True)
-class RKMK(Integrator):
-    """Runge–Kutta–Munthe-Kaas of ``order`` 4 (the classical RK4 tableau)."""
+class LieGroupMap(Integrator):
+    """What the Lie group maps share: ``order`` 4 (checked), explicit, serving the
+    systems with rotations (and forced ones), a step that is its ``exponents`` acting on
+    x (``advance``) with the clock advanced exactly, the increment for compensated
+    summation, and the rotations' Casimirs kept."""
 
-    order: int = 4
-
-    name: ClassVar[str] = "rkmk"
-    settings: ClassVar[tuple[Setting, ...]] = (Setting("order", "rkmk: 4", int),)
+    order: int
+    symmetric: ClassVar[bool] = False
 
     def __post_init__(self):
         object.__setattr__(self, "order", _check_order(self.order))
         self.settle_traits()
 
     def derived_traits(self) -> Traits:
-        return Traits(order=self.order, symmetric=False, explicit=True, forced=True)
+        return Traits(order=self.order, symmetric=self.symmetric, explicit=True, forced=True)
 
     def cannot_serve(self, system) -> str | None:
         return _serves(system)
@@ -191,6 +190,20 @@ class RKMK(Integrator):
 
     def exponents(self, system, x, h) -> list:
         """The exponent(s) of the step, in the order they act on x."""
+        raise NotImplementedError
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class RKMK(LieGroupMap):
+    """Runge–Kutta–Munthe-Kaas of ``order`` 4 (the classical RK4 tableau)."""
+
+    order: int = 4
+
+    name: ClassVar[str] = "rkmk"
+    settings: ClassVar[tuple[Setting, ...]] = (Setting("order", "rkmk: 4", int),)
+
+    def exponents(self, system, x, h) -> list:
         mask = _rotation_mask(system, x)
         table = tab.RK4
         ks: list[list] = []
@@ -205,7 +218,7 @@ class RKMK(Integrator):
 
 @final
 @dataclasses.dataclass(frozen=True)
-class CommutatorFree(Integrator):
+class CommutatorFree(LieGroupMap):
     """The commutator-free Lie group method CF4 of Celledoni, Marthinsen and Owren."""
 
     order: int = 4
@@ -213,31 +226,7 @@ class CommutatorFree(Integrator):
     name: ClassVar[str] = "commutator-free"
     settings: ClassVar[tuple[Setting, ...]] = (Setting("order", "commutator-free: 4", int),)
 
-    def __post_init__(self):
-        object.__setattr__(self, "order", _check_order(self.order))
-        self.settle_traits()
-
-    def derived_traits(self) -> Traits:
-        return Traits(order=self.order, symmetric=False, explicit=True, forced=True)
-
-    def cannot_serve(self, system) -> str | None:
-        return _serves(system)
-
-    def preserved(self, system, x, h) -> dict:
-        """The rotations' Casimirs (RᵀR = 1: ``trRtR``), to round-off (it adds up, about
-        ε per radian turned)."""
-        return kept(system, tuple(system.casimirs(x)), x)
-
-    def step(self, system, x, h) -> tuple[object, StepStatus]:
-        y = system.advance_clock(x, advance(system, self.exponents(system, x, h), x)[0], h)
-        return y, ok_status(y)
-
-    def increment(self, system, x, h) -> tuple[object, StepStatus]:
-        y, d = advance(system, self.exponents(system, x, h), x)
-        return d, ok_status(y)
-
     def exponents(self, system, x, h) -> list:
-        """The exponent(s) of the step, in the order they act on x."""
         scheme = CF4
         Y: list[Any] = []
         F: list[list] = []
@@ -258,7 +247,7 @@ assert abs(_C1 + _C2 - 1) < 1e-15 and abs(_C1 * _C2 - 1 / 6) < 1e-15  # Gauss' n
 
 @final
 @dataclasses.dataclass(frozen=True)
-class Magnus(Integrator):
+class Magnus(LieGroupMap):
     """Magnus' fourth-order exponential for a linear field F(t) (attitude kinematics
     with a given ω(t))."""
 
@@ -266,34 +255,14 @@ class Magnus(Integrator):
 
     name: ClassVar[str] = "magnus"
     settings: ClassVar[tuple[Setting, ...]] = (Setting("order", "magnus: 4", int),)
-
-    def __post_init__(self):
-        object.__setattr__(self, "order", _check_order(self.order))
-        self.settle_traits()
-
-    def derived_traits(self) -> Traits:
-        return Traits(order=self.order, symmetric=True, explicit=True, forced=True)
+    symmetric: ClassVar[bool] = True
 
     def cannot_serve(self, system) -> str | None:
         if isinstance(system, AttitudeKinematics):
             return None
         return "its field must not depend on the state: systems.AttitudeKinematics, Ṙ = R hat(ω(t))"
 
-    def preserved(self, system, x, h) -> dict:
-        """The rotations' Casimirs (RᵀR = 1: ``trRtR``), to round-off (it adds up, about
-        ε per radian turned)."""
-        return kept(system, tuple(system.casimirs(x)), x)
-
-    def step(self, system, x, h) -> tuple[object, StepStatus]:
-        y = system.advance_clock(x, advance(system, self.exponents(system, x, h), x)[0], h)
-        return y, ok_status(y)
-
-    def increment(self, system, x, h) -> tuple[object, StepStatus]:
-        y, d = advance(system, self.exponents(system, x, h), x)
-        return d, ok_status(y)
-
     def exponents(self, system, x, h) -> list:
-        """The exponent of the step."""
         assert isinstance(system, AttitudeKinematics)
         mask = _rotation_mask(system, x)
         R, t, rounding = x
