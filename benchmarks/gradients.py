@@ -7,7 +7,7 @@ Loss: a linear functional of the final state of Kahan's map on the Euler top aft
 steps (N = 10^5; quick: 10^3, Kahan only), differentiated with respect to the inertia, x0 and h
 (``jax.grad`` of ``mi.integrate``, compile excluded).  Baseline: the forward run itself
 (the same compiled loop, no derivative).  Targets: gradient / forward ≤ 4; the reverse
-pass over 10^6 steps (quick: 10^4) in bounded memory: XLA's own accounting of the
+pass over 10^6 steps (quick: the 10^3 above) in bounded memory: XLA's own accounting of the
 compiled program's temporary buffers, checkpointed chunks against keeping every chunk's
 step Jacobians.  mi.integrate differentiates chunks of steps by their vectorized step
 Jacobians and a scan of the adjoint recurrence (``mechint.integrate``).  The DL map
@@ -76,7 +76,7 @@ def main(quick: bool = False) -> list[dict]:
             )
             row[f"grad/forward ({'checkpointed' if checkpoint else 'stored'})"] = g.best / fwd.best
         rows.append(row)
-    long = 10_000 if quick else 1_000_000
+    long = steps if quick else 1_000_000  # quick: the gradients compiled above, measured
     memory = {}
     for checkpoint in (True, False):
         grad_fn = jax.grad(loss_fn(long, checkpoint), argnums=(0, 1, 2))

@@ -153,17 +153,20 @@ def test_gradients_agree_with_forward_mode_and_differences(build, params, integr
     x0 = jax.tree.map(jnp.asarray, _state(system))
     value_and_grad = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2)))
     forward = jax.jit(lambda x, p, hh, v: jax.jvp(loss, (x, p, hh), v))
-    at = (x0, params, jnp.asarray(h))
+    # every argument float64 and not weakly typed (jnp.array(0.9) and Python floats are):
+    # one compiled jvp serves the directions and the differences alike
+    params = jnp.asarray(params, dtype=jnp.float64)
+    at = (x0, params, jnp.asarray(h, dtype=jnp.float64))
     zero = jax.tree.map(jnp.zeros_like, at)
-    value, grads = value_and_grad(x0, params, h)
+    value, grads = value_and_grad(*at)
     assert np.isfinite(float(value))
     rng = np.random.default_rng(7)
     for name, v in _directions(system, x0, params, rng).items():
-        v = (v[0], v[1], jnp.asarray(v[2]))
+        v = (v[0], v[1], jnp.asarray(v[2], dtype=jnp.float64))
         reverse = sum(
             jnp.sum(g * d) for g, d in zip(jax.tree.leaves(grads), jax.tree.leaves(v), strict=True)
         )
-        value_f, tangent = forward(x0, params, jnp.asarray(h), v)
+        value_f, tangent = forward(*at, v)
         assert float(value_f) == pytest.approx(float(value), rel=1e-14, abs=1e-14)
         scale = max(abs(float(tangent)), 1e-3)
         assert abs(float(reverse) - float(tangent)) <= 1e-10 * scale, name

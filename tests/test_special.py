@@ -244,7 +244,6 @@ def _mp_carlson(args):
 
 
 _CARLSON_POINTS = _CORNERS + _carlson_sample()
-_CARLSON_REF = [_mp_carlson(a) for a in _CARLSON_POINTS]
 _carlson = jax.jit(
     lambda x, y, z, p: (
         special.elliprf(x, y, z),
@@ -271,8 +270,11 @@ def test_carlson_forms_within_4_ulp_over_the_whole_range():
     p < 1e-16·min(x, y, z), for p ≫ max(x, y, z) or for arguments past 1e±150."""
     x, y, z, p = (jnp.asarray(c) for c in zip(*_CARLSON_POINTS, strict=True))
     rf, rd, rj = _carlson(x, y, z, p)
+    # mpmath's values here, not at import: every process that collects the tests imported
+    # this module (4 s of mpmath each), the one that runs this test computes them once
+    reference = [_mp_carlson(a) for a in _CARLSON_POINTS]
     worst: dict[str, float] = {"R_F": 0.0, "R_D": 0.0, "R_J": 0.0}
-    for i, (args, (wf, wd, wj)) in enumerate(zip(_CARLSON_POINTS, _CARLSON_REF, strict=True)):
+    for i, (args, (wf, wd, wj)) in enumerate(zip(_CARLSON_POINTS, reference, strict=True)):
         for name, got, want in (("R_F", rf[i], wf), ("R_D", rd[i], wd), ("R_J", rj[i], wj)):
             if want is not None:
                 err = _carlson_ulps(got, want)

@@ -44,13 +44,25 @@ def _k2(top, m0):
     return k2 if k2 <= 1 else 1 / k2
 
 
-@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
-def test_exact_solution_matches_dop853(case):
-    inertia, m0, T = case
+@pytest.fixture(scope="module")
+def exact():
+    """The exact solution of every case at the times of the two tests below, computed
+    together: one compiled program serves them all, also where the suite drops its
+    compiled programs between tests to bound its memory (each test would trace and load
+    it again)."""
+    return {
+        (name, n): mi.exact.euler_top(mi.systems.EulerTop(inertia), m0, np.linspace(0.0, T, n))
+        for name, (inertia, m0, T) in CASES.items()
+        for n in (1001, 301)
+    }
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_exact_solution_matches_dop853(name, exact):
+    inertia, m0, T = CASES[name]
     top = mi.systems.EulerTop(inertia)
     t = np.linspace(0.0, T, 1001)
-    exact = mi.exact.euler_top(top, m0, t)
-    assert np.max(np.abs(exact - _dop853(top, np.array(m0), t))) < 1e-11
+    assert np.max(np.abs(exact[name, 1001] - _dop853(top, np.array(m0), t))) < 1e-11
 
 
 def test_regimes_are_classified_and_k2_is_large_where_claimed():
@@ -64,11 +76,11 @@ def test_regimes_are_classified_and_k2_is_large_where_claimed():
         assert _k2(mi.systems.EulerTop(inertia), m0) > 0.98
 
 
-@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
-def test_exact_solution_keeps_H_and_C(case):
-    inertia, m0, T = case
+@pytest.mark.parametrize("name", CASES)
+def test_exact_solution_keeps_H_and_C(name, exact):
+    inertia, _, _ = CASES[name]
     top = mi.systems.EulerTop(inertia)
-    x = mi.exact.euler_top(top, m0, np.linspace(0, T, 301))
+    x = exact[name, 301]
     inv = top.invariants(x)
     for v in inv.values():
         v = np.asarray(v)

@@ -3,6 +3,8 @@ step in three unknowns: the same map as the generic so(n) solve, observed orders
 against the exact solution (attitude included) and against DOP853 for bodies in a
 potential, H and |m|² kept, Poisson, and failure reported rather than returned."""
 
+from functools import cache
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -45,13 +47,20 @@ def test_three_unknowns_equal_the_generic_solve():
     assert float(jnp.max(jnp.abs(W_gen - W_fast)[ok])) < 1e-14
 
 
+@pytest.fixture(scope="module")
+def exact_at_4():
+    """The exact (m, g) at T = 4, once for every order below (its compiled program is
+    not traced and loaded again where the suite drops its programs between tests)."""
+    return mi.exact.euler_top_attitude(TOP, M0, np.eye(3), 4.0)
+
+
 @pytest.mark.parametrize("order", [2, 4, 6, 8, 10])
-def test_observed_order_with_the_attitude(order):
+def test_observed_order_with_the_attitude(order, exact_at_4):
     """(m, g) at T = 4 against the exact solution with its attitude (elliptic integrals
     of the third kind); the Euler top and the so(3) body give the same numbers."""
     T = 4.0
     ns = np.array([6, 8, 11, 16] if order == 10 else [10, 14, 20, 28, 40])
-    m_ex, g_ex = mi.exact.euler_top_attitude(TOP, M0, np.eye(3), T)
+    m_ex, g_ex = exact_at_4
     DL = I.DiscreteLagrangian(order=order)
     errors = []
     for n in ns:
@@ -101,6 +110,13 @@ POTENTIAL = {
 }
 
 
+@cache
+def _reference(case: str, T: float) -> np.ndarray:
+    """DOP853's state at T (the quadratic potential's serves two orders below)."""
+    system, x0 = POTENTIAL[case]
+    return _dop853(system, x0, T)
+
+
 @pytest.mark.parametrize(
     ("case", "order"),
     [("heavy-top", 4), ("quadratic-potential", 6), ("clebsch", 8), ("quadratic-potential", 10)],
@@ -111,7 +127,7 @@ def test_observed_order_in_a_potential(case, order):
     system, x0 = POTENTIAL[case]
     T = 2.0
     ns = np.array([6, 8, 11, 16, 22] if order > 6 else [11, 16, 22, 32, 45])
-    ref = _dop853(system, x0, T)
+    ref = _reference(case, T)
     DL = I.DiscreteLagrangian(order=order)
     errors = []
     for n in ns:
@@ -129,7 +145,9 @@ def test_preprocessed_map_keeps_h_and_m2_and_is_poisson():
     """H and |m|² over 10^5 steps of order 10 stay at round-off that does not add up
     (a random walk of about an ulp a step: measured 2e-14), and the map is Poisson."""
     DL = I.DiscreteLagrangian(order=10)
-    traj = mi.simulate(TOP, DL, M0, 0.2, 100_000, 1000)
+    # in calls of 64 saves: the compiled program of the next test's run (3 saves, in a
+    # 64-save chunk) serves this one too; the states are the same in any chunks
+    traj = mi.simulate(TOP, DL, M0, 0.2, 100_000, 1000, chunk_steps=64_000)
     err = mi.diagnostics.invariant_errors(TOP, traj)
     eps = np.finfo(float).eps
     assert np.max(err["H"]) < 10 * eps * np.sqrt(1e5) and np.max(err["C"]) < 10 * eps * np.sqrt(1e5)

@@ -1,12 +1,16 @@
 """Every integrator is tested by what it declares: order, symmetry, preserved quantities."""
 
+from typing import Any, cast
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import mechint as mi
+from mechint.diagnostics import onestep
 from mechint.diagnostics.onestep import jacobians
+from mechint.simulate import _advance
 
 ALL = [cls() for cls in mi.integrators.INTEGRATORS.values()]
 IDS = [i.name for i in ALL]
@@ -88,9 +92,10 @@ def test_observed_order_matches_declared_order(integrator, reference):
 @pytest.mark.parametrize("integrator", ALL, ids=IDS)
 def test_declared_symmetry(integrator, reference):
     top, m0, _ = _case(integrator, reference)
-    step = jax.jit(integrator.step)
-    fwd, _ = step(top, jax.tree.map(jnp.asarray, m0), 0.1)
-    back, _ = step(top, fwd, -0.1)
+    # a step there and one back, by the compiled program of the runs of the order test
+    # above (h and the steps are traced)
+    fwd = _last(mi.simulate(top, integrator, m0, 0.1, 1, 1))
+    back = _last(mi.simulate(top, integrator, fwd, -0.1, 1, 1))
     defect = _distance(top, back, m0)
     if integrator.traits.symmetric:
         assert defect < 1e-14
@@ -145,6 +150,18 @@ def _pairs():
 PAIRS = _pairs()
 
 
+@pytest.fixture
+def one_shot_programs():
+    """Each pair's programs below serve its test alone: dropped after it (no garbage
+    collection needed), so that they do not fill this process's memory and make the
+    suite drop every compiled program and collect its garbage (tests/conftest.py) after
+    nearly every pair."""
+    yield
+    for jitted in (onestep._jacobians, _advance):
+        cast(Any, jitted).clear_cache()  # JAX's (untyped) method of a jitted function
+
+
+@pytest.mark.usefixtures("one_shot_programs")
 @pytest.mark.parametrize(("system", "integrator"), PAIRS)
 def test_declared_structure_holds_on_every_served_system(system, integrator):
     """Read the declared structure (``traits.symplectic`` / ``traits.poisson``, refined per
@@ -178,6 +195,7 @@ def test_declared_structure_holds_on_every_served_system(system, integrator):
         assert np.nanmax(moved) > 1e-11, moved
 
 
+@pytest.mark.usefixtures("one_shot_programs")
 @pytest.mark.parametrize(("system", "integrator"), PAIRS)
 def test_float32_runs_stay_float32_under_strict_promotion(system, integrator):
     """Every (system, integrator) pair runs in float32 (conftest sets strict dtype

@@ -1,5 +1,7 @@
 """The rigid bodies on so(n), so(n) ⋉ Symm(n), e(n): structure checked against itself."""
 
+from functools import cache
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -23,11 +25,18 @@ def _gradients(system, z):
     return jax.grad(lambda z: values(z)[0])(z), *jax.jacrev(lambda z: values(z)[1:])(z)
 
 
+@cache
+def _gradients_at(kind: str, n: int):
+    """``_gradients`` at a case's state, once for the tests below (its program is not
+    traced and loaded again where the suite drops its compiled programs between tests)."""
+    system, x = case(kind, n)
+    return _gradients(system, system.coordinates(x))
+
+
 @pytest.mark.parametrize(("kind", "n"), CASES)
 def test_vector_field_is_poisson_tensor_times_grad_H(kind, n):
     system, x = case(kind, n)
-    z = system.coordinates(x)
-    grad = _gradients(system, z)[0]
+    grad = _gradients_at(kind, n)[0]
     lhs = system.poisson_tensor(x) @ grad
     rhs = system.coordinates(system.vector_field(x))
     assert np.max(np.abs(lhs - rhs)) < 1e-14 * max(1.0, float(jnp.max(jnp.abs(rhs))))
@@ -38,10 +47,9 @@ def test_vector_field_is_poisson_tensor_times_grad_H(kind, n):
 @pytest.mark.parametrize(("kind", "n"), CASES)
 def test_casimirs_span_the_kernel_and_invariants_are_constant(kind, n):
     system, x = case(kind, n)
-    z = system.coordinates(x)
     f = system.coordinates(system.vector_field(x))
     Pi = system.poisson_tensor(x)
-    _, casimirs, invariants = _gradients(system, z)
+    _, casimirs, invariants = _gradients_at(kind, n)
     for name, g in casimirs.items():
         assert np.max(np.abs(Pi @ g)) < 1e-13 * max(1.0, float(jnp.max(jnp.abs(g)))), name
     for name, g in invariants.items():
@@ -54,10 +62,9 @@ def test_lax_integrals_are_independent_and_complete(n):
     """n(n−1)/2 integrals plus n Casimirs, gradients of full rank n(n+1)/2 ... + n: the
     count that makes the top integrable on orbits of dimension n² − n (Suris §4)."""
     system, x = case("qpt", n)
-    z = system.coordinates(x)
     names = [k for k in system.invariants(x) if k != "H"]
     assert len(names) == n * (n - 1) // 2 + n
-    invariants = _gradients(system, z)[2]
+    invariants = _gradients_at("qpt", n)[2]
     grads = jnp.stack([invariants[k] for k in names])
     s = np.linalg.svd(np.asarray(grads), compute_uv=False)
     assert s[-1] > 1e-8 * s[0]
