@@ -144,7 +144,7 @@ def test_check_finds_a_symplectic_map_that_keeps_the_momenta(integrator):
     on the leaf), the momenta, the Casimir and reversibility exact; H of order 3."""
     system, x0 = cases.pair(), cases.pair_state()
     rows = {r.name: r for r in mi.diagnostics.check(system, integrator, x0, 0.05)}
-    for name in ("Poisson", "Casimir trRtR", "reversibility", "integral Lx", "integral Pz"):
+    for name in ("Poisson", "Casimir trRtR", "reversibility", "momentum Lx", "momentum Pz"):
         assert rows[name].verdict == "exact (round-off)", (name, rows[name])
     assert rows["energy H"].exponent is not None and rows["energy H"].exponent > 2.5
 

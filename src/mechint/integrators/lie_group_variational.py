@@ -25,6 +25,10 @@ the rotation of a quaternion, so |RᵀR − 1| stays at round-off) and keeps the
 linear and angular momenta exactly when V has the symmetry (the forced discrete Noether
 theorem with zero force; each piece keeps them).  ``Composition(LieGroupVariational(),
 scheme)`` gives orders 4–10.
+
+On ``systems.Forced`` rigid bodies it is the discrete Lagrange–d'Alembert map
+(``integrators.forced.lie_group_variational``): the forces and torques enter as impulses
+(h/2)(F − R∇H) at the two kicks, and P − I_P and L − I_L are kept to round-off.
 """
 
 from __future__ import annotations
@@ -36,11 +40,13 @@ from typing import Any, ClassVar, final
 import jax
 import jax.numpy as jnp
 
-from mechint.integrators import dmv
+from mechint import maps
+from mechint.integrators import dmv, forced
 from mechint.lie import so3
 from mechint.maps import ImplicitIntegrator, Reason, StepStatus, Traits, serves_only
 from mechint.solvers import Newton
 from mechint.systems.base import BodiesInPotential, PrincipalRotations
+from mechint.systems.forced import Forced
 
 
 @final
@@ -55,9 +61,15 @@ class LieGroupVariational(ImplicitIntegrator):
     check_branch: bool = True
 
     name: ClassVar[str] = "lie-group-variational"
-    traits = Traits(order=2, symmetric=True, explicit=False, symplectic=True, poisson=True)
+    traits = Traits(order=2, symmetric=True, explicit=False, symplectic=True, poisson=True,
+                    forced=True)  # fmt: skip
 
     def cannot_serve(self, system) -> str | None:
+        if isinstance(system, Forced):
+            if forced.moves_positions(system):
+                return ("its force moves the centres x directly (ẋ = p/m + F_x): forces "
+                        "act on p and torques on Π, give zeros in x")  # fmt: skip
+            system = system.base
         if isinstance(system, BodiesInPotential) and isinstance(system, PrincipalRotations):
             return None
         return serves_only(system, (BodiesInPotential,)) or "it needs principal rotations"
@@ -92,13 +104,18 @@ class LieGroupVariational(ImplicitIntegrator):
         return x, _first_failure(st)
 
     def step(self, system: Any, x, h) -> tuple[Any, StepStatus]:
+        if isinstance(system, Forced):  # the discrete Lagrange–d'Alembert map
+            return forced.lie_group_variational(self, system, x, h)
         x = system.kick(x, 0.5 * h)
         x, st = self.free_step(system, x, h)
         return system.kick(x, 0.5 * h), st
 
     def preserved(self, system: Any, x, h) -> dict:
         """The momenta of the potential's declared symmetries and RᵀR (the Casimirs);
-        with no potential also H (the Moser–Veselov map keeps the kinetic energy)."""
+        with no potential also H (the Moser–Veselov map keeps the kinetic energy); on a
+        forced system the balances J − I_J of those momenta."""
+        if isinstance(system, Forced):
+            return maps.kept(system, forced.kept_momenta(system), x)
         kept = system.split_invariants(x)
         if system.potential_free:
             kept["H"] = system.hamiltonian(x)

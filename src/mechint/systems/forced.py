@@ -26,7 +26,8 @@ keeps a balance exactly does so because its discrete work (impulse) is the chang
 (J) over its step: the energy-balance maps (the average vector field and the discrete
 gradients, ``integrators.energy``) for ``H_balance`` on every system, the forced
 variational maps (``integrators.forced``: the discrete Lagrange–d'Alembert versions of
-Störmer–Verlet and symplectic Euler) for ``J_balance``, the midpoint rule for the
+Störmer–Verlet, symplectic Euler and the rigid bodies' Lie group variational map) for
+``J_balance``, the midpoint rule for the
 balances of quadratic H and J.  Any other map of the extended field (explicit
 Runge–Kutta, Gauss) keeps them to its order.
 
@@ -50,7 +51,7 @@ import numpy as np
 from mechint._pytree import register_pytree
 from mechint._validate import real_array, traced
 from mechint.errors import InputError
-from mechint.systems.base import PoissonSystem, System, kahan_clock
+from mechint.systems.base import BodiesInPotential, PoissonSystem, System, kahan_clock
 from mechint.systems.canonical import Canonical, _parameters
 from mechint.systems.time_transformed import TimeTransformed
 
@@ -73,6 +74,17 @@ def dot(a, b):
 def matvec(A, b):
     """A b (one sample) as ``dot`` forms it."""
     return dot(A, b[..., None, :])
+
+
+def _momentum_leaves(system) -> tuple[int, ...]:
+    """The positions of the momenta among a state's leaves, for the systems whose maps
+    kick the momenta (canonical: p; ``RigidBodies``: p and Π); () for the others."""
+    if isinstance(system, Canonical):
+        return (1,)
+    if isinstance(system, BodiesInPotential):
+        names = [name for name, _ in system.state_fields]
+        return tuple(i for i, name in enumerate(names) if name in ("p", "Pi"))
+    return ()
 
 
 def _name(fn) -> str:
@@ -163,8 +175,8 @@ class Forced(System):
 
     def _check_functions(self) -> bool:
         """The force and dissipation traced once at the system's example state: their
-        shapes, and whether a canonical system's depend on p (an explicit half kick
-        where they do not)."""
+        shapes, and whether the force depends on the momenta (p; Π of rigid bodies: an
+        explicit half kick where it does not, and there is no dissipation)."""
         try:
             x = jax.tree.map(jnp.asarray, self.base.example_state())
         except jax.errors.JAXTypeError:  # a traced parameter (Kepler(mu) under jit)
@@ -200,14 +212,17 @@ class Forced(System):
                     "a canonical system's force acts on p, its dissipation on ∂H/∂p; "
                     "other systems' act on their coordinates",
                 )
-            if canonical and label == "force":
-                q, rest = x[0], full[len(args) :]
-                lead = args[:-1]  # (t,) for the force, () for the dissipation
+            momenta = _momentum_leaves(self.base)
+            if momenta and label == "force":
+                rest = full[len(args) :]
 
-                def of_p(p, fn=fn, lead=lead, q=q, rest=rest):
-                    return fn(*lead, (q, p), *rest)
+                def of_momenta(m, fn=fn, x=x, rest=rest, momenta=momenta):
+                    state = list(x)
+                    for i, value in zip(momenta, m, strict=True):
+                        state[i] = value
+                    return fn(t, tuple(state), *rest)
 
-                depends = depends_on(of_p, (x[1],), 0)
+                depends = depends_on(of_momenta, (tuple(x[i] for i in momenta),), 0)
         self._check_rotations(x)
         self._check_dissipation(x)
         # a dissipation acts on ∂H/∂p, which depends on p

@@ -401,6 +401,12 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         return tuple(out)
 
     @property
+    def momentum_maps(self) -> tuple[str, ...]:  # type: ignore[override]
+        """The declared momenta (linear in the momenta: kept by the symplectic maps of the
+        split, and carried with their impulses by ``Forced``)."""
+        return self.momenta_names()
+
+    @property
     def potential_free(self) -> bool:
         return self.potential is None
 
