@@ -165,13 +165,20 @@ def _discrete_gradient_step(solver: Newton, system: PoissonSystem, x, h, dgrad):
 
 def _quadrature_checked(system, z0, z1, degree, dgrad, ok, res):
     """(ok, residual) with the step failed where H is not declared polynomial and the
-    quadrature of ∇̄H at the root moves by more than 16 ulp from 8 to 16 nodes."""
+    quadrature of ∇̄H at the root moves by more than 16 ulp from 8 to 16 nodes: ulp of
+    ∇̄H, and of what rounding the nodes' coordinates moves ∇H by (ε|z| times its slope
+    along the step, |∇H(z1) − ∇H(z0)|/|z1 − z0|: the floor of any quadrature where the
+    coordinates are large against the step, e.g. a time t ≫ h as coordinate)."""
     if degree is not None:
         return ok, res
     coarse, fine = dgrad(system, z0, z1, _NODES), dgrad(system, z0, z1, _CHECK_NODES)
     eps = jnp.finfo(z0.dtype).eps
     gap = jnp.max(jnp.abs(fine - coarse))
-    bad = ~(gap <= 16 * eps * (jnp.max(jnp.abs(fine)) + jnp.finfo(z0.dtype).tiny))
+    grad = _flat_energy(system)[1]
+    step = jnp.max(jnp.abs(z1 - z0))
+    slope = jnp.max(jnp.abs(grad(z1) - grad(z0))) / jnp.where(step > 0, step, 1.0)
+    size = jnp.max(jnp.abs(fine)) + jnp.maximum(jnp.max(jnp.abs(z0)), jnp.max(jnp.abs(z1))) * slope
+    bad = ~(gap <= 16 * eps * (size + jnp.finfo(z0.dtype).tiny))
     return ok & ~bad, jnp.where(bad & ok, gap, res)
 
 

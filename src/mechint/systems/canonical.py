@@ -7,6 +7,16 @@ A map F is symplectic iff DFᵀ 𝕁 DF = 𝕁.
 - ``SeparableHamiltonian(T, V, dof)``: H = T(p) + V(q); its kinetic and potential flows
   are exact and explicit (the pieces of symplectic Euler, Störmer-Verlet, splittings).
 
+With ``time_dependent=True`` they take H(t, q, p) (V(t, q)) on the extended phase space
+(Marsden and West, Acta Numerica 10 (2001), §4.2; Hairer, Lubich, Wanner VI.10): the
+time t joins q as its last coordinate and its conjugate e joins p, and the autonomous
+K(q, t, p, e) = H(t, q, p) + e generates q̇ = ∂H/∂p, ṗ = −∂H/∂q, ṫ = 1,
+ė = −∂H/∂t.  K is a first integral (``H`` of the system: H(t) + e stays H(t0, x0)), so
+e = −∫∂H/∂t dt is the energy the time dependence put in, with the sign of a momentum;
+every map of ours advances the extended system as it is (symplectic maps stay
+symplectic in (q, t, p, e), and K = T(p) + e + V(t, q) stays separable: Störmer–Verlet
+and the compositions stay explicit, each drift advancing t by its share of h).
+
 Both share ``Canonical``: the vector field comes from ``jax.grad`` of H, every method
 works on one state or a batch (leading axes).  ``momentum_maps`` names invariants of the
 form qᵀDp (momentum maps of linear symmetries): every symplectic partitioned
@@ -42,12 +52,14 @@ from mechint.systems.base import (
 from mechint.systems.flows import Drift, Kick
 
 
-def _scalar_function(name: str, fn, nargs: int, dof: int, params=None) -> None:
-    """Check, by tracing once, that ``fn`` maps ``nargs`` arrays of shape (dof,) (and
-    ``params`` when given) to a scalar."""
+def _scalar_function(name: str, fn, nargs: int, dof: int, params=None, time: bool = False) -> None:
+    """Check, by tracing once, that ``fn`` maps ``nargs`` arrays of shape (dof,) (after a
+    scalar time where ``time``; and ``params`` when given) to a scalar."""
     if not callable(fn):
         raise InputError(name, f"must be a function, got {type(fn).__name__}")
     probe = [jax.ShapeDtypeStruct((dof,), jnp.float64)] * nargs
+    if time:
+        probe.insert(0, jax.ShapeDtypeStruct((), jnp.float64))
     if params is not None:
         probe.append(
             jax.tree.map(lambda a: jax.ShapeDtypeStruct(jnp.shape(a), jnp.result_type(a)), params)
@@ -57,8 +69,10 @@ def _scalar_function(name: str, fn, nargs: int, dof: int, params=None) -> None:
     except Exception as exc:  # any failure to trace is the user's function's fault
         raise InputError(
             name,
-            f"could not be evaluated on arrays of shape ({dof},): {type(exc).__name__}: {exc}",
-            "write it with jax.numpy so it can be traced, and check dof",
+            f"could not be evaluated {'at a time and ' if time else ''}on arrays of shape "
+            f"({dof},): {type(exc).__name__}: {exc}",
+            "write it with jax.numpy so it can be traced, and check dof"
+            + (f" and the signature {name}(t, ...)" if time else ""),
         ) from None
     if getattr(out, "shape", None) != ():
         raise InputError(
@@ -81,6 +95,9 @@ class Canonical(PoissonSystem):
     )
     dof: int
     constant_structure: ClassVar[bool] = True
+    # True: H(t, q, p) on the extended phase space (the module docstring): the last
+    # coordinate of q is the time t, the last of p its conjugate e, and ``dof`` counts them
+    time_dependent: bool = False
 
     @abc.abstractmethod
     def energy(self, q, p) -> Float[Array, ""]: ...
@@ -127,13 +144,41 @@ class Canonical(PoissonSystem):
 
     def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
         def vector(label, value):
-            return validate_vector_state(label, value, self.dof)
+            if not self.time_dependent:
+                return validate_vector_state(label, value, self.dof)
+            arr = real_array(label, value)
+            if arr.ndim in (1, 2) and arr.shape[-1] == self.dof - 1:  # t = e = 0 appended
+                arr = np.concatenate([arr, np.zeros((*arr.shape[:-1], 1))], axis=-1)
+            try:
+                return validate_vector_state(label, arr, self.dof)
+            except InputError:
+                raise InputError(
+                    label,
+                    f"expected {self.dof - 1} numbers, or {self.dof} with the time (q) or its "
+                    f"conjugate e (p) last (or a batch of rows), got shape {arr.shape}",
+                ) from None
 
         return state_pair(name, x, ("q", vector), ("p", vector))
 
+    def starting_state(self, x, t0):
+        """A time-dependent system's state with its time, q's last coordinate, set to
+        the run's ``t0`` where it is still 0 (a state of the user's dof is extended with
+        t = e = 0 when validated; a state that carries its own time keeps it)."""
+        if not self.time_dependent:
+            return x
+        q, p = x
+        t = q[..., -1:]
+        if traced((q, t0)):
+            return jnp.concatenate([q[..., :-1], jnp.where(t == 0, t0, t)], axis=-1), p
+        t = np.where(t == 0, np.asarray(t0, dtype=np.float64), t)
+        return np.concatenate([np.asarray(q)[..., :-1], t], axis=-1), p
+
     def example_state(self):
         d = self.dof
-        return 0.3 * np.cos(np.arange(1, d + 1)), 0.2 * np.sin(np.arange(2, d + 2))
+        q, p = 0.3 * np.cos(np.arange(1, d + 1)), 0.2 * np.sin(np.arange(2, d + 2))
+        if self.time_dependent:  # t = e = 0
+            q[-1] = p[-1] = 0.0
+        return q, p
 
     def state_from_options(self, given: dict, frame=None):
         fix = f"give {self.dof} comma-separated numbers"
@@ -227,7 +272,7 @@ class Separable(Canonical, NaturalSplit, SeparableEnergy):
 
 
 @final
-@register_pytree(data=("params",), meta=("H", "dof", "energy_degree"))
+@register_pytree(data=("params",), meta=("H", "dof", "energy_degree", "time_dependent"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class Hamiltonian(Canonical):
     """A canonical system with any Hamiltonian ``H(q, p)`` (jax-traceable, one sample,
@@ -237,76 +282,112 @@ class Hamiltonian(Canonical):
     leaves of the system, so they may be traced (differentiated, vmapped) and a new value
     reuses the compiled run.  A function that closes over its parameters instead
     cannot be differentiated with respect to them through a run.  ``degree``: H is a
-    polynomial of this degree (the average vector field then integrates exactly)."""
+    polynomial of this degree (the average vector field then integrates exactly).
+
+    ``time_dependent=True``: ``H(t, q, p)`` (``H(t, q, p, params)``) on the extended
+    phase space (the module docstring): the state's q and p have dof + 1 entries, the
+    time and its conjugate e last (a state of dof entries is extended with t = t0 and
+    e = 0), and the invariant ``H`` is K = H(t, q, p) + e."""
 
     H: Callable
     dof: int
     params: object = None
+    time_dependent: bool = False
 
     name: ClassVar[str] = "hamiltonian"
 
-    def __init__(self, H, dof: int = 1, params=None, degree: int | None = None):
+    def __init__(self, H, dof: int = 1, params=None, degree: int | None = None,
+                 time_dependent: bool = False):  # fmt: skip
         object.__setattr__(self, "energy_degree", _degree(degree))
         dof = count("dof", dof)
         params = _parameters(params)
-        _scalar_function("H", H, 2, dof, params)
+        time_dependent = bool(time_dependent)
+        _scalar_function("H", H, 2, dof, params, time=time_dependent)
         object.__setattr__(self, "H", H)
-        object.__setattr__(self, "dof", dof)
+        object.__setattr__(self, "dof", dof + time_dependent)
         object.__setattr__(self, "params", params)
+        object.__setattr__(self, "time_dependent", time_dependent)
 
     def __repr__(self) -> str:
-        return f"Hamiltonian(H={getattr(self.H, '__name__', self.H)!s}, dof={self.dof})"
+        name = getattr(self.H, "__name__", self.H)
+        if self.time_dependent:
+            return f"Hamiltonian(H={name!s}, dof={self.dof - 1}, time_dependent=True)"
+        return f"Hamiltonian(H={name!s}, dof={self.dof})"
 
     def energy(self, q, p):
-        return self.H(q, p) if self.params is None else self.H(q, p, self.params)
+        args = (q[-1], q[:-1], p[:-1]) if self.time_dependent else (q, p)
+        if self.params is not None:
+            args = (*args, self.params)
+        return self.H(*args) + p[-1] if self.time_dependent else self.H(*args)
 
     def parameters(self) -> dict:
-        return {"H": getattr(self.H, "__name__", repr(self.H)), "dof": self.dof}
+        out = {"H": getattr(self.H, "__name__", repr(self.H)), "dof": self.dof}
+        if self.time_dependent:
+            out.update(dof=self.dof - 1, time_dependent=True)
+        return out
 
 
 @final
-@register_pytree(data=("params",), meta=("T", "V", "dof", "energy_degree"))
+@register_pytree(data=("params",), meta=("T", "V", "dof", "energy_degree", "time_dependent"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class SeparableHamiltonian(Separable):
     """H(q, p) = T(p) + V(q) from user functions ``T(p)`` and ``V(q)`` (jax-traceable,
     one sample of shape (dof,), returning a scalar); with ``params`` (a pytree of arrays,
     traceable like ``Hamiltonian``'s) they are called as ``T(p, params)``, ``V(q, params)``.
-    ``degree``: H is a polynomial of this degree, as for ``Hamiltonian``."""
+    ``degree``: H is a polynomial of this degree, as for ``Hamiltonian``.
+
+    ``time_dependent=True``: ``V(t, q)`` (``V(t, q, params)``) on the extended phase
+    space, as ``Hamiltonian``'s: K = (T(p) + e) + V(t, q) is still separable, so its
+    drifts advance t and its kicks e = −∫∂V/∂t dt, explicitly."""
 
     T: Callable
     V: Callable
     dof: int
     params: object = None
+    time_dependent: bool = False
 
     name: ClassVar[str] = "separable-hamiltonian"
 
-    def __init__(self, T, V, dof: int = 1, params=None, degree: int | None = None):
+    def __init__(self, T, V, dof: int = 1, params=None, degree: int | None = None,
+                 time_dependent: bool = False):  # fmt: skip
         object.__setattr__(self, "energy_degree", _degree(degree))
         dof = count("dof", dof)
         params = _parameters(params)
+        time_dependent = bool(time_dependent)
         _scalar_function("T", T, 1, dof, params)
-        _scalar_function("V", V, 1, dof, params)
+        _scalar_function("V", V, 1, dof, params, time=time_dependent)
         object.__setattr__(self, "T", T)
         object.__setattr__(self, "V", V)
-        object.__setattr__(self, "dof", dof)
+        object.__setattr__(self, "dof", dof + time_dependent)
         object.__setattr__(self, "params", params)
+        object.__setattr__(self, "time_dependent", time_dependent)
 
     def __repr__(self) -> str:
         names = [getattr(f, "__name__", repr(f)) for f in (self.T, self.V)]
+        if self.time_dependent:
+            return (f"SeparableHamiltonian(T={names[0]}, V={names[1]}, dof={self.dof - 1}, "
+                    "time_dependent=True)")  # fmt: skip
         return f"SeparableHamiltonian(T={names[0]}, V={names[1]}, dof={self.dof})"
 
     def kinetic(self, p):
+        if self.time_dependent:
+            T = self.T(p[:-1]) if self.params is None else self.T(p[:-1], self.params)
+            return T + p[-1]
         return self.T(p) if self.params is None else self.T(p, self.params)
 
     def potential(self, q):
-        return self.V(q) if self.params is None else self.V(q, self.params)
+        args = (q[-1], q[:-1]) if self.time_dependent else (q,)
+        return self.V(*args) if self.params is None else self.V(*args, self.params)
 
     def parameters(self) -> dict:
-        return {
+        out = {
             "T": getattr(self.T, "__name__", repr(self.T)),
             "V": getattr(self.V, "__name__", repr(self.V)),
             "dof": self.dof,
         }
+        if self.time_dependent:
+            out.update(dof=self.dof - 1, time_dependent=True)
+        return out
 
 
 def _degree(degree) -> int | None:

@@ -153,6 +153,12 @@ class Forced(System):
                 "is time-transformed: its steps are in the fictive time",
                 "force the system itself, and for variable steps use ReversibleAdaptive",
             )
+        if getattr(system, "time_dependent", False):
+            raise InputError(
+                "system",
+                "is time-dependent: its time is a coordinate of the extended phase space",
+                "give the time dependence as the force(t, x) of the autonomous system",
+            )
         if isinstance(system, Forced):
             raise InputError("system", "is already forced",
                              "give one force (a sum of forces) and one dissipation")  # fmt: skip
