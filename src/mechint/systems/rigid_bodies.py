@@ -36,6 +36,15 @@ declaration is verified at construction (the total force Σ ∂V/∂x_b, and the
 torque Σ x_b × F_b + R_b M_b, must vanish at two generic states), an ``InputError``
 when it is false.
 
+**Time.**  With ``time_dependent=True`` the potential is V(t, x, R) (V(t, R) without
+masses), on the extended phase space as for the canonical systems
+(``systems.canonical``): the state ends with the time t and its conjugate e, the
+autonomous K = H + e generates ṫ = 1, ė = −∂V/∂t besides the equations above, and K is
+the invariant ``H`` (e = −∫∂V/∂t dt, the energy the time dependence put in).  The drift
+advances t and the kick e, so the splittings and the Lie group variational map (kick at
+t_k, free step, kick at t_{k+1}) stay explicit and symplectic in the extended
+variables; the declared symmetries are checked at t = 0.
+
 **Inertia.**  Principal moments (N, 3), or tensors (N, 3, 3) that are diagonalised once
 (𝕁 = A diag(I) Aᵀ, ``axes`` A ∈ SO(3)); the state stays in the frame the user gave.
 The moments must obey the triangle inequality I_i ≤ I_j + I_k (every mass distribution
@@ -89,15 +98,6 @@ for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
 
 def _lead(a, core: int) -> tuple[int, ...]:
     return tuple(np.shape(a)[: np.ndim(a) - core])
-
-
-def _per_state(fn, x, core: int):
-    """``fn`` of one state applied over the leading (batch, time) axes of ``x``, whose
-    last leaf has ``core`` trailing axes."""
-    lead = _lead(jax.tree.leaves(x)[-1], core)
-    for _ in lead:
-        fn = jax.vmap(fn)
-    return fn(x)
 
 
 def inertia_tensors(inertia) -> tuple[np.ndarray, np.ndarray | None]:
@@ -193,9 +193,11 @@ def rotation_matrices(name: str, value, n: int, lead: tuple[int, ...]) -> np.nda
 
 @jax.jit
 def _probe(system: RigidBodies, pos, R):
-    """V, −∂V/∂x and the torques at one state, compiled (once per potential function):
-    the construction's checks, without op-by-op dispatch."""
-    return system.energy_potential(pos, R), *system.forces(pos, R)
+    """V, −∂V/∂x and the torques at one state (at t = 0 for a time-dependent V),
+    compiled (once per potential function): the construction's checks, without
+    op-by-op dispatch."""
+    t = jnp.zeros((), R.dtype)
+    return system.energy_potential(pos, R, t), *system.forces(pos, R, t)
 
 
 def potential_function(value) -> Callable | None:
@@ -254,7 +256,13 @@ def _inertia_rows(values) -> dict:
 @final
 @register_pytree(
     data=("inertia", "axes", "mass", "params"),
-    meta=("potential", "translation_invariant", "rotation_invariant", "state_fields"),
+    meta=(
+        "potential",
+        "translation_invariant",
+        "rotation_invariant",
+        "state_fields",
+        "time_dependent",
+    ),
 )
 @dataclasses.dataclass(frozen=True, eq=False, init=False, repr=False)
 class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPotential):
@@ -275,6 +283,9 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
     - ``translation_invariant`` / ``rotation_invariant``: declare V's symmetry (verified
       numerically): the total linear momentum P (``Px, Py, Pz``) / the total angular
       momentum L (``Lx, Ly, Lz``) are then invariants.  V = 0 has both.
+    - ``time_dependent``: the potential is ``V(t, x, R)`` (``V(t, R)``), and the state
+      ends with the time t and its conjugate e (scalars; a state without them is
+      extended with t = t0, e = 0): see the module docstring.
 
     A batch of states adds a leading axis to every array."""
 
@@ -285,6 +296,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
     potential: Callable | None
     translation_invariant: bool
     rotation_invariant: bool
+    time_dependent: bool
 
     name: ClassVar[str] = "rigid-bodies"
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
@@ -300,6 +312,8 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
                   _flag("translation_invariant"), text=True),
         Parameter("rotation_invariant", "true: V(Qx, QR) = V(x, R) (L is kept)",
                   _flag("rotation_invariant"), text=True),
+        Parameter("time_dependent", "true: the potential is V(t, x, R) (V(t, R))",
+                  _flag("time_dependent"), text=True),
     )  # fmt: skip
     state_options: ClassVar[tuple[StateOption, ...]] = (
         StateOption("x0", "centres of mass, a row x,y,z per body (rigid-bodies with masses)"),
@@ -320,6 +334,8 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         "Ly": "total angular momentum Σ x×p + RΠ, y",
         "Lz": "total angular momentum Σ x×p + RΠ, z",
         "trRtR": "Casimir Σ_b tr R_bᵀR_b (3N for rotations)",
+        "t": "time (a time-dependent potential's extended phase space)",
+        "e": "conjugate of the time: −∫∂V/∂t dt, so that H + e is kept",
     }
 
     def __init__(
@@ -331,6 +347,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         *,
         translation_invariant: bool = False,
         rotation_invariant: bool = False,
+        time_dependent: bool = False,
     ):
         moments, axes = inertia_tensors(inertia)
         n = len(moments)
@@ -339,6 +356,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         for flag, value in (
             ("translation_invariant", translation_invariant),
             ("rotation_invariant", rotation_invariant),
+            ("time_dependent", time_dependent),
         ):
             if not isinstance(value, bool | np.bool_):
                 raise InputError(flag, f"must be True or False, got {value!r}")
@@ -352,6 +370,13 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         fields = (("R", ("body", "row", "col")), ("Pi", ("body", "axis")))
         if masses is not None:
             fields = (("x", ("body", "axis")), ("p", ("body", "axis")), *fields)
+        if time_dependent:
+            if potential is None:
+                raise InputError(
+                    "time_dependent", "there is no potential",
+                    "give a potential V(t, x, R), or leave time_dependent out",
+                )  # fmt: skip
+            fields = (*fields, ("t", ()), ("e", ()))
         set_ = object.__setattr__
         set_(self, "inertia", jnp.asarray(moments))
         set_(self, "axes", None if axes is None else jnp.asarray(axes))
@@ -361,15 +386,17 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         set_(self, "translation_invariant", bool(translation_invariant or potential is None))
         set_(self, "rotation_invariant", bool(rotation_invariant or potential is None))
         set_(self, "state_fields", fields)
+        set_(self, "time_dependent", bool(time_dependent))
         if potential is not None:
             self._check_potential(bool(translation_invariant), bool(rotation_invariant))
 
     def __repr__(self) -> str:
         mass = "None" if self.mass is None else shown(self.mass)
         V = getattr(self.potential, "__name__", repr(self.potential))
+        time = ", time_dependent=True" if self.time_dependent else ""
         return (
             f"RigidBodies(N={self.bodies}, inertia={shown(self.inertia)}, mass={mass}, "
-            f"potential={V})"
+            f"potential={V}{time})"
         )
 
     # -- facts ---------------------------------------------------------------------------
@@ -422,6 +449,8 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
             "translation_invariant": self.translation_invariant,
             "rotation_invariant": self.rotation_invariant,
         }
+        if self.time_dependent:
+            out["time_dependent"] = True
         if self.axes is not None:
             out["axes"] = np.asarray(self.axes).tolist()
         if self.params is not None:
@@ -431,35 +460,52 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
     # -- the state -----------------------------------------------------------------------
     def parts(self, x) -> tuple[Any, Any, Any, Any]:
         """(x, p, R, Π) of a state (x, p None when the centres are fixed)."""
+        if self.time_dependent:
+            x = x[:-2]
         if self.translating:
             pos, p, R, Pi = x
             return pos, p, R, Pi
         R, Pi = x
         return None, None, R, Pi
 
-    def join(self, pos, p, R, Pi):
-        """The state of its parts (``parts``' inverse)."""
-        return (pos, p, R, Pi) if self.translating else (R, Pi)
+    def clock(self, x) -> tuple[Any, ...]:
+        """(t, e) of a time-dependent system's state, () otherwise."""
+        return tuple(x[-2:]) if self.time_dependent else ()
 
-    def energy_potential(self, pos, R) -> Any:
-        """V of one state (0 without a potential)."""
+    def join(self, pos, p, R, Pi, clock=()):
+        """The state of its parts (``parts``' inverse; ``clock``: (t, e) of a
+        time-dependent system, ``clock(x)``)."""
+        return (*((pos, p, R, Pi) if self.translating else (R, Pi)), *clock)
+
+    def _time(self, x):
+        """The time of one state (None for a time-independent system)."""
+        return x[-2] if self.time_dependent else None
+
+    def energy_potential(self, pos, R, t=None) -> Any:
+        """V of one state (0 without a potential; at time t where time-dependent)."""
         if self.potential is None:
             return jnp.zeros((), R.dtype)
         args = (pos, R) if self.translating else (R,)
+        if self.time_dependent:
+            args = (jnp.zeros((), R.dtype) if t is None else t, *args)
         if self.params is not None:
             args = (*args, self.params)
         return self.potential(*args)
 
-    def forces(self, pos, R) -> tuple[Any, Any]:
-        """(−∂V/∂x (N, 3) or None, the body torques M (N, 3)) of one state."""
+    def forces(self, pos, R, t=None) -> tuple[Any, Any]:
+        """(−∂V/∂x (N, 3) or None, the body torques M (N, 3)) of one state (at time t)."""
         if self.potential is None:
             return (None if pos is None else jnp.zeros_like(pos)), jnp.zeros(R.shape[:-1], R.dtype)
         if self.translating:
-            gx, G = jax.grad(self.energy_potential, argnums=(0, 1))(pos, R)
+            gx, G = jax.grad(self.energy_potential, argnums=(0, 1))(pos, R, t)
         else:
-            gx, G = None, jax.grad(lambda R_: self.energy_potential(None, R_))(R)
+            gx, G = None, jax.grad(lambda R_: self.energy_potential(None, R_, t))(R)
         B = jnp.swapaxes(G, -1, -2) @ R
         return (None if gx is None else -gx), so3.vee(B - jnp.swapaxes(B, -1, -2))
+
+    def time_force(self, pos, R, t) -> Any:
+        """−∂V/∂t of one state: the rate of e."""
+        return -jax.grad(lambda t_: self.energy_potential(pos, R, t_))(t)
 
     def principal_momentum(self, Pi) -> Any:
         """Π in the principal frame, Aᵀ Π."""
@@ -473,16 +519,24 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
     # -- structure -----------------------------------------------------------------------
     def _one_field(self, x):
         pos, p, R, Pi = self.parts(x)
-        force, M = self.forces(pos, R)
+        t = self._time(x)
+        force, M = self.forces(pos, R, t)
         w = self.angular_velocity(Pi)
         dR = R @ so3.hat(w)
         dPi = jnp.cross(Pi, w) + M
-        if not self.translating:
-            return dR, dPi
-        return p / jnp.asarray(self.mass)[:, None], force, dR, dPi
+        clock = () if t is None else (jnp.ones_like(t), self.time_force(pos, R, t))
+        dpos = None if pos is None else p / jnp.asarray(self.mass)[:, None]
+        return self.join(dpos, force, dR, dPi, clock)
+
+    def _per_state(self, fn, x):
+        """``fn`` of one state over the leading (batch, time) axes of ``x``."""
+        lead = _lead(self.parts(x)[3], 2)
+        for _ in lead:
+            fn = jax.vmap(fn)
+        return fn(x)
 
     def vector_field(self, x) -> Any:
-        return _per_state(self._one_field, x, 2)
+        return self._per_state(self._one_field, x)
 
     def rotation_fields(self) -> tuple[str, ...]:
         return ("R",)
@@ -492,10 +546,11 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         T = 0.5 * jnp.sum(self.principal_momentum(Pi) ** 2 / self.inertia)
         if self.translating:
             T = T + 0.5 * jnp.sum(jnp.sum(p * p, axis=-1) / jnp.asarray(self.mass))
-        return T + self.energy_potential(pos, R)
+        H = T + self.energy_potential(pos, R, self._time(x))
+        return H + x[-1] if self.time_dependent else H
 
     def hamiltonian(self, x) -> Any:
-        return _per_state(self._one_energy, x, 2)
+        return self._per_state(self._one_energy, x)
 
     def casimirs(self, x) -> dict[str, Any]:
         """Σ_b tr R_bᵀR_b (= 3N: the attitudes are rotations), a function of the
@@ -532,16 +587,18 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
     # -- coordinates and Poisson tensor ----------------------------------------------------
     def coordinates(self, x) -> Any:
         """z = (x, p, vec R, Π), each raveled over the bodies (x, p left out when the
-        centres are fixed)."""
+        centres are fixed; then t, e where time-dependent)."""
         leaves = jax.tree.leaves(x)
-        lead = _lead(leaves[-1], 2)
-        return jnp.concatenate([a.reshape(*lead, -1) for a in leaves], axis=-1)
+        lead = _lead(self.parts(x)[3], 2)
+        return jnp.concatenate([jnp.reshape(a, (*lead, -1)) for a in leaves], axis=-1)
 
     def from_coordinates(self, z):
         n, lead = self.bodies, z.shape[:-1]
-        sizes = [(n, 3), (n, 3), (n, 3, 3), (n, 3)]
+        sizes: list[tuple[int, ...]] = [(n, 3), (n, 3), (n, 3, 3), (n, 3)]
         if not self.translating:
             sizes = sizes[2:]
+        if self.time_dependent:
+            sizes += [(), ()]
         out, start = [], 0
         for shape in sizes:
             size = int(np.prod(shape))
@@ -559,17 +616,22 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         RPi = jnp.einsum("nal,nm->naml", T, eye_n).reshape(9 * n, 3 * n)
         PiPi = jnp.einsum("nab,nm->namb", so3.hat(Pi), eye_n).reshape(3 * n, 3 * n)
         zR = jnp.zeros((9 * n, 9 * n), real)
-        rot = jnp.block([[zR, RPi], [-RPi.T, PiPi]])
-        if not self.translating:
-            return rot
-        k = 3 * n
-        I, Z = jnp.eye(k, dtype=real), jnp.zeros((k, k), real)
-        trans = jnp.block([[Z, I], [-I, Z]])
-        zc = jnp.zeros((2 * k, 12 * n), real)
-        return jnp.block([[trans, zc], [zc.T, rot]])
+        B = jnp.block([[zR, RPi], [-RPi.T, PiPi]])
+        if self.translating:
+            k = 3 * n
+            I, Z = jnp.eye(k, dtype=real), jnp.zeros((k, k), real)
+            trans = jnp.block([[Z, I], [-I, Z]])
+            zc = jnp.zeros((2 * k, 12 * n), real)
+            B = jnp.block([[trans, zc], [zc.T, B]])
+        if not self.time_dependent:
+            return B
+        d = B.shape[0]  # {t, e} = 1: the canonical pair last
+        time = jnp.asarray([[0.0, 1.0], [-1.0, 0.0]], real)
+        zc = jnp.zeros((d, 2), real)
+        return jnp.block([[B, zc], [zc.T, time]])
 
     def poisson_tensor(self, x) -> Any:
-        return _per_state(self._one_tensor, x, 2)
+        return self._per_state(self._one_tensor, x)
 
     # -- the split (splittings and the Lie group variational map) --------------------------
     def natural_split(self) -> tuple[maps.Integrator, ...]:
@@ -578,23 +640,31 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         takes the rotations composed into one, ``FreeRotation``, and the free motion
         around one whole kick.)"""
         rotations = (AxisRotation(0), AxisRotation(1), AxisRotation(2))
-        if self.translating:
+        if self.translating or self.time_dependent:  # the drift advances the time too
             return (BodyKick(), BodyDrift(), *rotations)
         return (BodyKick(), *rotations)
 
     def kick(self, x, t):
         def one(x):
             pos, p, R, Pi = self.parts(x)
-            force, M = self.forces(pos, R)
-            return self.join(pos, None if p is None else p + t * force, R, Pi + t * M)
+            time = self._time(x)
+            force, M = self.forces(pos, R, time)
+            clock = self.clock(x)
+            if self.time_dependent:
+                clock = (time, clock[1] + t * self.time_force(pos, R, time))
+            return self.join(pos, None if p is None else p + t * force, R, Pi + t * M, clock)
 
-        return _per_state(one, x, 2)
+        return self._per_state(one, x)
 
     def drift(self, x, t):
-        if not self.translating:
-            return x
+        """x ← x + t p/m, and the time t ← t + t where time-dependent."""
         pos, p, R, Pi = self.parts(x)
-        return self.join(pos + t * p / jnp.asarray(self.mass)[..., :, None], p, R, Pi)
+        clock = self.clock(x)
+        if self.time_dependent:
+            clock = (clock[0] + t, clock[1])
+        if not self.translating:
+            return self.join(pos, p, R, Pi, clock) if clock else x
+        return self.join(pos + t * p / jnp.asarray(self.mass)[..., :, None], p, R, Pi, clock)
 
     def principal_axes(self) -> Any:
         return self.axes
@@ -611,7 +681,8 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         RᵀR away from 1 by ~1e-13 in 10⁵ steps."""
         pos, p, _, _ = self.parts(x)
         Pi, r0, r1, r2 = vectors
-        return self.join(pos, p, orthonormalize(jnp.stack([r0, r1, r2], axis=-2)), Pi)
+        R = orthonormalize(jnp.stack([r0, r1, r2], axis=-2))
+        return self.join(pos, p, R, Pi, self.clock(x))
 
     # -- examples and validation ------------------------------------------------------------
     def example_state(self) -> Any:
@@ -624,10 +695,11 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         pos = 3.0 * (grid[:n] - 0.5 * (side - 1)) + 0.1 * rng.standard_normal((n, 3))
         R = haar_so(rng, n, 3)
         Pi = 0.5 * rng.standard_normal((n, 3)) * np.asarray(self.inertia)
+        clock = (np.zeros(()), np.zeros(())) if self.time_dependent else ()
         if not self.translating:
-            return R, Pi
+            return R, Pi, *clock
         p = 0.2 * rng.standard_normal((n, 3)) * np.asarray(self.mass)[:, None]
-        return pos, p, R, Pi
+        return pos, p, R, Pi, *clock
 
     def state_from_options(self, given: dict, frame=None) -> Any:
         """(x, p, R, Π) from --x0, --p0 (default 0), --R0 (rows of 9; default the
@@ -665,6 +737,11 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
 
     def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
         names = [f for f, _ in self.state_fields]
+        clock = None
+        if self.time_dependent:
+            names = names[:-2]
+            if isinstance(x, tuple | list) and len(x) == len(names) + 2:
+                x, clock = x[:-2], x[-2:]
         if not isinstance(x, tuple | list) or len(x) != len(names):
             raise InputError(
                 name,
@@ -686,7 +763,26 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
             if arrays[f].shape != want:
                 raise InputError(f"{name} ({f})", f"expected shape {want}, got {arrays[f].shape}")
         arrays["R"] = rotation_matrices(f"{name} (R)", arrays["R"], n, lead)
-        return tuple(arrays[f] for f in names), bool(lead)
+        state = tuple(arrays[f] for f in names)
+        if self.time_dependent:  # (t, e): given, or 0 (the time then takes the run's t0)
+            if clock is None:
+                clock = (np.zeros(lead), np.zeros(lead))
+            clock = tuple(real_array(f"{name} ({f})", v) for f, v in zip("te", clock, strict=True))
+            for f, v in zip("te", clock, strict=True):
+                if v.shape != lead:
+                    raise InputError(f"{name} ({f})", f"expected shape {lead}, got {v.shape}")
+            state = (*state, *clock)
+        return state, bool(lead)
+
+    def starting_state(self, x, t0):
+        """A time-dependent system's state with its time set to the run's ``t0`` where
+        it is still 0 (a state that carries its own time keeps it)."""
+        if not self.time_dependent:
+            return x
+        t = x[-2]
+        if traced((t, t0)):
+            return (*x[:-2], jnp.where(t == 0, t0, t), x[-1])
+        return (*x[:-2], np.where(t == 0, np.asarray(t0, dtype=np.float64), t), x[-1])
 
     def _check_potential(self, translation: bool, rotation: bool) -> None:
         """V returns a finite scalar at generic states, and its declared symmetries hold
@@ -695,7 +791,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
             n = self.bodies
             R = jnp.broadcast_to(jnp.eye(3), (n, 3, 3))
             pos = jnp.zeros((n, 3)) if self.translating else None
-            out = jax.eval_shape(self.energy_potential, pos, R)
+            out = jax.eval_shape(self.energy_potential, pos, R, jnp.zeros(()))
             if getattr(out, "shape", None) != ():
                 raise InputError("potential", f"must return a scalar, returned {out}")
             return
@@ -704,14 +800,16 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         probe = (pos, R) if self.translating else (R,)
         try:
             out = jax.eval_shape(
-                self.energy_potential, *((pos, R) if self.translating else (None, R))
-            )
+                self.energy_potential, *((pos, R) if self.translating else (None, R)),
+                jnp.zeros(()),
+            )  # fmt: skip
         except Exception as exc:  # any failure to trace is the user's function's fault
             shapes = ", ".join(str(tuple(a.shape)) for a in probe)
             raise InputError(
                 "potential",
                 f"could not be evaluated on arrays of shapes {shapes}: {type(exc).__name__}: {exc}",
-                "write it with jax.numpy, as V(x, R) (V(R) with mass=None), plus params if given",
+                "write it with jax.numpy, as V(x, R) (V(R) with mass=None; V(t, x, R) "
+                "where time_dependent), plus params if given",
             ) from None
         if getattr(out, "shape", None) != ():
             raise InputError(
