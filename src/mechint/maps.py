@@ -44,6 +44,7 @@ class Reason(enum.IntEnum):
     WRONG_BRANCH = 4
     REPORTED = 5
     STEP_SIZE = 6
+    UNSUPPORTED = 7
 
     @property
     def text(self) -> str:
@@ -69,6 +70,11 @@ _REASON_TEXT = {
         "the implicit equation was solved off the branch continuous with h → 0 (for the "
         "discrete Lagrangian map: W ≉ I; residual = max-norm of ε M_k − (Q W J − J Wᵀ Q)); "
         "decrease h"
+    ),
+    Reason.UNSUPPORTED: (
+        "the step met a term its map cannot apply (residual = its largest entry): a "
+        "force on the centres x or the attitudes R under the forced Lie group "
+        "variational map"
     ),
     Reason.REPORTED: "the map reported a failed step",
     Reason.STEP_SIZE: "the step-size control gave a step that is not positive and finite",

@@ -84,6 +84,13 @@ def test_an_unconverged_quadrature_fails_the_step():
     assert bool(small.ok)
     H = pendulum.hamiltonian(jax.tree.map(lambda a: a[-1], small.x))
     assert abs(float(H) - float(pendulum.hamiltonian(x0))) < 1e-13 * 450
+    # the check's floor counts the rounding of the nodes' moving coordinates only: a
+    # large coordinate that stays put (q₂ = 1e12) does not hide the failure
+    wavy = S.Hamiltonian(lambda q, p: 0.5 * jnp.sum(p**2) + jnp.cos(100.0 * q[0]) / 1e4, dof=2)
+    for far in (0.0, 1e12):
+        x = (jnp.array([0.0, far]), jnp.array([1.0, 0.0]))
+        sol = mi.integrate(wavy, I.AverageVectorField(), x, 0.1, 1)
+        assert int(sol.failed_step) == 1, far
 
 
 @pytest.mark.parametrize("stages", [2, 3, 4])

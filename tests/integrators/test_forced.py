@@ -376,9 +376,19 @@ def test_forced_lie_group_variational_balances_order_and_rotations():
 
 
 def test_forced_lie_group_variational_refuses_a_force_on_the_centres():
+    """A force on x (ẋ = p/m + F_x) is refused before the run where the example state
+    shows it, and fails the step where it appears only later (zero at t = 0) or cannot
+    be read (traced): never dropped."""
+
     def on_x(t, x):
         return jnp.zeros(36).at[0].set(1.0)
 
+    def later(t, x):
+        return jnp.zeros(36).at[0].set(jnp.sin(t))
+
+    LGVI, x0 = I.LieGroupVariational(), cases.pair_state()
     with pytest.raises(UnsupportedError, match="centres"):
-        mi.simulate(S.Forced(cases.pair(), on_x), I.LieGroupVariational(), cases.pair_state(),
-                    0.01, 10)  # fmt: skip
+        mi.simulate(S.Forced(cases.pair(), on_x), LGVI, x0, 0.01, 10)
+    sol = mi.integrate(S.Forced(cases.pair(), later), LGVI, x0, 0.05, 40)
+    assert int(sol.failed_step) == 1 and int(sol.reason) == mi.maps.Reason.UNSUPPORTED
+    assert float(sol.residual) == pytest.approx(np.sin(0.05), rel=1e-12)

@@ -179,8 +179,9 @@ def test_time_dependent_hamiltonian_against_the_exact_driven_oscillator(system):
 
 def test_time_dependent_states_and_errors():
     """A state of dof + 1 entries carries its own time; a resumed state keeps it; a V
-    without the time argument and a time-dependent system given to Forced are refused
-    naming the fix."""
+    without the time argument, a time-dependent system given to Forced, a declared
+    degree that H(t, q, p) does not have and Gonzalez's gradient (its time would not
+    advance at rate 1) are refused naming the fix."""
     system = SEPARABLE_DRIVEN
     assert system.dof == 2 and "time_dependent=True" in repr(system)
     (q, p), batched = system.validate_state(([0.8], [-0.3]))
@@ -196,3 +197,7 @@ def test_time_dependent_states_and_errors():
         S.SeparableHamiltonian(_T, lambda q: jnp.sum(q**2), dof=1, time_dependent=True)
     with pytest.raises(mi.InputError, match="time-dependent"):
         S.Forced(system, lambda t, x: jnp.zeros(2))
+    with pytest.raises(mi.InputError, match="not a polynomial of degree 2"):  # cos ωt
+        S.Hamiltonian(_H_driven, dof=1, params=DRIVEN, degree=2, time_dependent=True)
+    with pytest.raises(mi.UnsupportedError, match="Gonzalez"):
+        mi.simulate(system, mi.integrators.DiscreteGradient(), ([0.8], [-0.3]), 0.1, 2)

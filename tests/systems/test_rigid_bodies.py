@@ -230,7 +230,7 @@ def test_time_dependent_potential_orders_structure_and_the_extended_energy():
     within a band over 10⁴ steps while e moves by O(1)."""
     top = RigidBodies([[2.0, 1.5, 1.0]], potential=_shaken, params={"a": 0.4, "w": 3.0},
                       time_dependent=True)  # fmt: skip
-    assert [f for f, _ in top.state_fields] == ["R", "Pi", "t", "e"]
+    assert [f for f, _ in top.state_fields] == ["R", "Pi", "now", "e"]
     x0 = top.example_state()[:2]
     start = top.starting_state(top.validate_state(x0)[0], 0.3)
     assert float(start[2]) == 0.3 and float(start[3]) == 0.0
@@ -264,7 +264,7 @@ def test_time_dependent_potential_errors_name_the_fix():
     top = RigidBodies([[2.0, 1.5, 1.0]], potential=_shaken, params={"a": 0.4, "w": 3.0},
                       time_dependent=True)  # fmt: skip
     R, Pi, _, e = top.example_state()
-    with pytest.raises(mi.InputError, match=r"\(t\)"):
+    with pytest.raises(mi.InputError, match=r"\(now\)"):
         top.validate_state((R, Pi, np.zeros(2), e))
     own = top.starting_state(top.validate_state((R, Pi, 5.0, 1.0))[0], 0.3)
     assert float(own[2]) == 5.0 and float(own[3]) == 1.0

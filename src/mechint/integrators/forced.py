@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechint.maps import StepStatus, combine, ok_status
+from mechint.maps import Reason, StepStatus, combine, ok_status, status
 from mechint.solvers import Newton
 from mechint.systems.base import BodiesInPotential
 from mechint.systems.canonical import Canonical, Separable
@@ -233,21 +233,34 @@ def _body_kick_equation(u, args):
     return _body_momenta(system.base, _body_kick(system, kicked, c * (F - Rg)))
 
 
+def _field_mask(base, fields: tuple[str, ...]) -> np.ndarray:
+    """Which coordinates z of one state of the bodies belong to ``fields`` (a boolean
+    mask, from the state's shapes alone)."""
+    sizes = {"x": 3, "p": 3, "R": 9, "Pi": 3}
+    n = base.bodies
+    return np.concatenate([np.full(sizes[name] * n, name in fields)
+                           for name, _ in base.state_fields if name in sizes])  # fmt: skip
+
+
 def moves_positions(system: Forced) -> bool:
     """Whether the force or dissipation has entries on the centres' coordinates x of
-    ``RigidBodies`` (ẋ = p/m + F_x), read at the example state (False where the
-    parameters are traced and cannot be read)."""
+    ``RigidBodies`` (ẋ = p/m + F_x), read at the example state at t = 0 (False where
+    the system's numbers are traced and cannot be read: the step then fails with
+    ``Reason.UNSUPPORTED`` where such a force appears)."""
     from mechint._validate import traced
 
-    base = system.base
-    names = [name for name, _ in base.state_fields]
-    if "x" not in names or traced(system.params):
+    base: Any = system.base
+    if "x" not in [name for name, _ in base.state_fields]:
         return False
-    x = jax.tree.map(jnp.asarray, base.example_state())
-    marks = tuple(jnp.full_like(a, 1.0 if names[i] == "x" else 0.0) for i, a in enumerate(x))
-    mask = np.asarray(base.coordinates(marks)) != 0
-    F = np.asarray(system.generalized_force(jnp.zeros(()), x))
-    R = np.asarray(system.damping(x))
+    if traced((system.params, base.inertia, base.mass)):
+        return False
+    try:
+        x = jax.tree.map(jnp.asarray, base.example_state())
+        F = np.asarray(system.generalized_force(jnp.zeros(()), x))
+        R = np.asarray(system.damping(x))
+    except jax.errors.JAXTypeError:  # a value traced inside the user's function
+        return False
+    mask = _field_mask(base, ("x",))
     return bool(np.any(F[mask] != 0) or np.any(R[mask] != 0))
 
 
@@ -290,6 +303,10 @@ def lie_group_variational(integrator, system: Forced, x, h):
     F1, Rg1, g1 = _body_rates(system, t1, moved)
     out = _body_kick(system, base.kick(moved, c), c * (F1 - Rg1))
     F0, Rg0, g0 = _body_rates(system, t, half)
+    # a force on x or R cannot be applied by the kicks: the step fails, never drops it
+    mask = jnp.asarray(_field_mask(base, ("x", "R")))
+    stray = jnp.max(jnp.where(mask, jnp.maximum(jnp.abs(F0 - Rg0), jnp.abs(F1 - Rg1)), 0.0))
+    s3 = status(stray == 0, stray, Reason.UNSUPPORTED)
     w = c * dot(g0, F0) + c * dot(g1, F1)
     d = c * dot(g0, Rg0) + c * dot(g1, Rg1)
     z0, z1 = base.coordinates(half), base.coordinates(moved)
@@ -299,4 +316,5 @@ def lie_group_variational(integrator, system: Forced, x, h):
     ]
     impulses = tuple(i + g for i, g in zip(impulses, gained, strict=True))
     new = system.join(out, t1, work + w, dissipated + d, impulses)
-    return system.advance_clock(x, new, h), combine([s1, s2, ok_status(_body_momenta(base, out))])
+    states = [s1, s2, s3, ok_status(_body_momenta(base, out))]
+    return system.advance_clock(x, new, h), combine(states)

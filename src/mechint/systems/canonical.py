@@ -287,7 +287,9 @@ class Hamiltonian(Canonical):
     ``time_dependent=True``: ``H(t, q, p)`` (``H(t, q, p, params)``) on the extended
     phase space (the module docstring): the state's q and p have dof + 1 entries, the
     time and its conjugate e last (a state of dof entries is extended with t = t0 and
-    e = 0), and the invariant ``H`` is K = H(t, q, p) + e."""
+    e = 0), and the invariant ``H`` is K = H(t, q, p) + e; ``degree`` then counts t too
+    (a cos ωt term is no polynomial: leave it out).  A declared degree is checked along
+    lines through the example state (``InputError`` where H is not such a polynomial)."""
 
     H: Callable
     dof: int
@@ -307,6 +309,7 @@ class Hamiltonian(Canonical):
         object.__setattr__(self, "dof", dof + time_dependent)
         object.__setattr__(self, "params", params)
         object.__setattr__(self, "time_dependent", time_dependent)
+        _check_degree(self)
 
     def __repr__(self) -> str:
         name = getattr(self.H, "__name__", self.H)
@@ -361,6 +364,7 @@ class SeparableHamiltonian(Separable):
         object.__setattr__(self, "dof", dof + time_dependent)
         object.__setattr__(self, "params", params)
         object.__setattr__(self, "time_dependent", time_dependent)
+        _check_degree(self)
 
     def __repr__(self) -> str:
         names = [getattr(f, "__name__", repr(f)) for f in (self.T, self.V)]
@@ -393,6 +397,36 @@ class SeparableHamiltonian(Separable):
 def _degree(degree) -> int | None:
     """A declared polynomial degree of H (None: not declared)."""
     return None if degree is None else count("degree", degree)
+
+
+def _check_degree(system: Canonical) -> None:
+    """A declared ``energy_degree`` holds along three seeded lines through the example
+    state: the (d+1)-th differences of H at d + 2 equally spaced points (unit spacing)
+    vanish to round-off, else ``InputError`` naming ``degree`` (the average vector field
+    trusts it: its quadrature would be silently inexact).  Skipped for traced
+    parameters."""
+    d = system.energy_degree
+    if d is None or traced(getattr(system, "params", None)):
+        return
+    rng = np.random.default_rng(5)
+    q0, p0 = (np.asarray(a, dtype=np.float64) for a in system.example_state())
+    n = system.dof
+    s = np.arange(d + 2, dtype=np.float64)
+    v = rng.standard_normal((3, 2 * n))
+    z = np.concatenate([q0, p0])[None, None, :] + s[None, :, None] * v[:, None, :]
+    H = np.asarray(jax.vmap(jax.vmap(lambda z: system.energy(z[:n], z[n:])))(jnp.asarray(z)))
+    diff = np.diff(H, n=d + 1, axis=1)
+    scale = np.max(np.abs(H)) * 2.0 ** (d + 1)
+    if not np.all(np.abs(diff) <= 1e-9 * scale):
+        what = "H(t, q, p) in (t, q, p)" if system.time_dependent else "H"
+        raise InputError(
+            "degree",
+            f"{what} is not a polynomial of degree {d}: its differences of order {d + 1} along a "
+            f"line are {float(np.max(np.abs(diff))):.3g} against values of "
+            f"{float(np.max(np.abs(H))):.3g}",
+            "leave degree out (the average vector field then checks its quadrature), or "
+            "give the true degree" + (", counting t" if system.time_dependent else ""),
+        )
 
 
 def _parameters(params):

@@ -38,7 +38,7 @@ when it is false.
 
 **Time.**  With ``time_dependent=True`` the potential is V(t, x, R) (V(t, R) without
 masses), on the extended phase space as for the canonical systems
-(``systems.canonical``): the state ends with the time t and its conjugate e, the
+(``systems.canonical``): the state ends with the time t (field "now") and its conjugate e, the
 autonomous K = H + e generates ṫ = 1, ė = −∂V/∂t besides the equations above, and K is
 the invariant ``H`` (e = −∫∂V/∂t dt, the energy the time dependence put in).  The drift
 advances t and the kick e, so the splittings and the Lie group variational map (kick at
@@ -284,7 +284,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
       numerically): the total linear momentum P (``Px, Py, Pz``) / the total angular
       momentum L (``Lx, Ly, Lz``) are then invariants.  V = 0 has both.
     - ``time_dependent``: the potential is ``V(t, x, R)`` (``V(t, R)``), and the state
-      ends with the time t and its conjugate e (scalars; a state without them is
+      ends with the time t (field "now") and its conjugate e (scalars; a state without them is
       extended with t = t0, e = 0): see the module docstring.
 
     A batch of states adds a leading axis to every array."""
@@ -334,7 +334,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         "Ly": "total angular momentum Σ x×p + RΠ, y",
         "Lz": "total angular momentum Σ x×p + RΠ, z",
         "trRtR": "Casimir Σ_b tr R_bᵀR_b (3N for rotations)",
-        "t": "time (a time-dependent potential's extended phase space)",
+        "now": "time (a time-dependent potential's extended phase space)",
         "e": "conjugate of the time: −∫∂V/∂t dt, so that H + e is kept",
     }
 
@@ -376,7 +376,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
                     "time_dependent", "there is no potential",
                     "give a potential V(t, x, R), or leave time_dependent out",
                 )  # fmt: skip
-            fields = (*fields, ("t", ()), ("e", ()))
+            fields = (*fields, ("now", ()), ("e", ()))
         set_ = object.__setattr__
         set_(self, "inertia", jnp.asarray(moments))
         set_(self, "axes", None if axes is None else jnp.asarray(axes))
@@ -767,8 +767,11 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         if self.time_dependent:  # (t, e): given, or 0 (the time then takes the run's t0)
             if clock is None:
                 clock = (np.zeros(lead), np.zeros(lead))
-            clock = tuple(real_array(f"{name} ({f})", v) for f, v in zip("te", clock, strict=True))
-            for f, v in zip("te", clock, strict=True):
+            labels = ("now", "e")
+            clock = tuple(
+                real_array(f"{name} ({f})", v) for f, v in zip(labels, clock, strict=True)
+            )
+            for f, v in zip(labels, clock, strict=True):
                 if v.shape != lead:
                     raise InputError(f"{name} ({f})", f"expected shape {lead}, got {v.shape}")
             state = (*state, *clock)
