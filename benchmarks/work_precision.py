@@ -240,6 +240,15 @@ def main(
             f"targets: DMV-10 vs diffrax's best: {shown[1]} at 1e-10 (goal >= 2x), "
             f"{shown[0]} at 1e-12 (goal >= 4x), one trajectory; {shown[3]} (batch, 1e-10)"
         )
+        # the comparison: mechint's best method against diffrax's best, per level
+        ours = [n for n in methods(quick) if n in goal]
+        for i, label in ((1, "one trajectory, 1e-10"), (0, "one trajectory, 1e-12"),
+                         (3, "batch, 1e-10")):  # fmt: skip
+            mine = min(ours, key=lambda n, i=i: _nan_last(goal[n][i]))
+            theirs = min((p for p in peers if p in goal), key=lambda p, i=i: _nan_last(goal[p][i]))
+            ratio = speedups([goal[theirs][i]], [goal[mine][i]], "diffrax")[0]
+            print(f"  best against best, {label}: {mine} {goal[mine][i]:.3g} s, "
+                  f"{theirs} {goal[theirs][i]:.3g} s: {ratio.replace('DMV-10', mine)}")  # fmt: skip
     if quick:  # the smoke test runs the long-time comparison too, at T = 1000
         long_time(quick=True)
     if table:
