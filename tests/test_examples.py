@@ -143,7 +143,8 @@ def test_forced(tmp_path):
     """The detumbling satellite's energy balance under the AVF to round-off (RK4's is
     O(h⁴), far above), its spin ending about the axis of largest inertia; the damped
     pendulum's energy within O(a²) of the linear oscillator's exact decay; the Duffing
-    section's clock at the forcing periods."""
+    section's clock at the forcing periods; Kapitza's pendulum upright only with its
+    pivot shaken, K = H + e in a band."""
     result = _load("forced").main(quick=True, out=str(tmp_path / "f.png"))
     sat = result["satellite"]
     assert np.max(sat["AVF"]["balance"]) < 1e-14 < 1e-11 < np.max(sat["RK4"]["balance"])
@@ -153,6 +154,12 @@ def test_forced(tmp_path):
     duff = result["duffing"]
     assert len(duff["q"]) > 150 and np.max(np.abs(duff["clock"] - duff["t"])) < 1e-12
     assert np.all(np.abs(duff["q"]) < 2) and duff["balance"] < 1e-3
+    kap = result["kapitza"]  # the shaken pivot keeps the pendulum upright, the still one not
+    assert np.max(np.abs(kap[0.1]["q"] - np.pi)) < 0.3 < 2 < np.max(np.abs(kap[0.0]["q"] - np.pi))
+    assert kap[0.1]["e range"] > 100  # H swings with the pivot (a ω² = 90) ...
+    for r in kap.values():  # ... K = H + e stays in its band; the state's time is the run's
+        assert r["K band"] < 0.1
+        assert np.max(np.abs(r["clock"] - r["t"])) < 1e-11
     assert (tmp_path / "f.png").stat().st_size > 20_000
 
 
