@@ -169,7 +169,8 @@ def test_kahan_serves_the_clebsch_top_and_every_field_of_degree_two(n):
 
 def test_the_zhukovsky_volterra_gyrostat():
     """ṁ = m × (I⁻¹m + β) = hat(m)∇H; β = 0 is the Euler top; midpoint keeps H and C;
-    Kahan's map with β along one axis keeps two relations among (m_i², m_i, 1)."""
+    Kahan's map with β along one axis keeps two relations among (m_i², m_i, 1), with two
+    non-zero components one rational integral (closed forms kept over 10⁴ steps)."""
     zv = mi.systems.ZhukovskyVolterra((2.0, 1.0, 0.6667), (0.0, 0.0, 0.3))
     # an equilibrium (m ∥ β along an axis) is a step like any other (rhs = 0: not singular)
     _, st = KAHAN.step(zv, jnp.array([0.0, 0.0, 1.0]), 0.1)
@@ -185,22 +186,27 @@ def test_the_zhukovsky_volterra_gyrostat():
     basis = {**SQUARES, "m1": lambda m: m[0], "m2": lambda m: m[1], "m3": lambda m: m[2]}
     found = mi.diagnostics.find_integrals(zv, KAHAN, M0, 0.1, basis)
     assert found.dimension == 2 and found.gap[0] > 1e6
-    # their closed forms (the module docstring), β along the third and the first axis,
-    # kept over 10⁴ steps; none declared with two non-zero β_i
-    for beta, keys in (((0.0, 0.0, 0.3), {"K1", "K2"}), ((0.4, 0.0, 0.0), {"K2", "K3"})):
+    # their closed forms (the module docstring), β along the third and the first axis
+    # (two integrals), with β_2 = 0 and β_3 = 0 (one), kept over 10⁴ steps; none declared
+    # with three non-zero β_i
+    cases = (((0.0, 0.0, 0.3), {"K1", "K2"}), ((0.4, 0.0, 0.0), {"K2", "K3"}),
+             ((0.1, 0.0, 0.3), {"K2"}), ((0.1, 0.2, 0.0), {"K3"}))  # fmt: skip
+    for beta, keys in cases:
         system = mi.systems.ZhukovskyVolterra((2.0, 1.0, 0.6667), beta)
         traj = mi.simulate(system, KAHAN, M0, 0.1, 10_000, 100)
         kept = KAHAN.preserved(system, traj.x, 0.1)
         assert set(kept) == keys
         for v in kept.values():
             assert float(np.max(np.abs(v - v[0]))) < 1e-13 * float(np.abs(v[0])), beta
-    two_axes = mi.systems.ZhukovskyVolterra((2.0, 1.0, 0.6667), (0.1, 0.0, 0.3))
-    assert KAHAN.preserved(two_axes, M0, 0.1) == {}
+    three_axes = mi.systems.ZhukovskyVolterra((2.0, 1.0, 0.6667), (0.1, 0.2, 0.3))
+    assert KAHAN.preserved(three_axes, M0, 0.1) == {}
     # the continuous flow: H and C
     flow = mi.diagnostics.find_integrals(zv, None, M0, 0.1, basis)
     assert flow.dimension == 2
-    # two non-zero β_i: a near-integral (singular value O(h⁴)) beside an exact relation it
-    # leaves ill-determined: candidates found, none verified, and the search says why
+    # two non-zero β_i: a near-integral (singular value O(h⁴): a modified H or C) beside the
+    # exact relation on the orbit, the level set of K_2 (numerator − K_2 · denominator,
+    # both quadratic), which it leaves ill-determined: candidates found, none verified,
+    # and the search says why
     two = mi.systems.ZhukovskyVolterra((2.0, 1.0, 0.6667), (0.1, 0.0, 0.3))
     near = mi.diagnostics.find_integrals(two, KAHAN, M0, 0.1, mi.diagnostics.monomials(two, 2))
     assert near.found == (2,) and near.dimension == 0 and near.verified == (False,)
