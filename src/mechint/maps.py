@@ -224,8 +224,8 @@ class Integrator(abc.ABC):
 # why a map that does not declare ``Traits(forced=True)`` refuses a forced system
 FORCED_REFUSAL = (
     "forces do work on a Forced system, and this map is for conservative systems: use "
-    "StormerVerlet(), SymplecticEuler(), ImplicitMidpoint() or LieGroupVariational() "
-    "(forced variational), "
+    "StormerVerlet(), SymplecticEuler(), ImplicitMidpoint(), LieGroupVariational() or "
+    "DiscreteLagrangian() of order 2 on the Euler top (forced variational), "
     "AverageVectorField() or DiscreteGradient() (exact energy balance), Gauss(), an "
     "explicit Runge-Kutta map, RKMK() or CommutatorFree() (with rotations), a Composition "
     "of these, or ReversibleAdaptive around one"

@@ -400,3 +400,52 @@ def test_forced_lie_group_variational_refuses_a_force_on_the_centres():
     sol = mi.integrate(S.Forced(cases.pair(), later), LGVI, x0, 0.05, 2)
     assert int(sol.failed_step) == 1 and int(sol.reason) == mi.maps.Reason.UNSUPPORTED
     assert float(sol.residual) == pytest.approx(np.sin(0.05), rel=1e-12)
+
+
+# -- the Euler top: the forced Moser–Veselov map --------------------------------------------
+def _top_torque(t, m, prm):
+    return prm["f"] * jnp.array([jnp.sin(t), 0.3 + 0.0 * t, jnp.cos(0.5 * t)])
+
+
+def _top_drag(m, prm):
+    return prm["k"] * jnp.eye(3)
+
+
+def test_forced_moser_veselov_on_the_euler_top():
+    """DiscreteLagrangian() (order 2) on a torqued, damped Euler top: zero torque and zero
+    dissipation give the conservative map's state (within an ulp a step), the orders of
+    the state and of the energy balance against DOP853 are 2 (measured 2.000 and 2.000),
+    the balance stays at O(h²) over 10⁴ steps (8.8e-7); other bodies and higher orders
+    are refused naming what serves them."""
+    top = S.EulerTop((1.0, 2.0, 3.0))
+    DL, m0 = I.DiscreteLagrangian(), np.array([0.3, 1.0, 0.4])
+    step = jax.jit(DL.step)
+    no_dissipation = S.Forced(top, dissipation=lambda m: jnp.zeros((3, 3)))
+    for forced in (S.Forced(top, lambda t, m: jnp.zeros(3)), no_dissipation):
+        x = jnp.asarray(top.validate_state(m0)[0])
+        y = jax.tree.map(jnp.asarray, forced.validate_state(m0)[0])
+        for _ in range(5):
+            x, _ = step(top, x, 0.05)
+            y, st = step(forced, y, 0.05)
+            assert bool(st.ok)
+        np.testing.assert_allclose(np.asarray(y[0]), np.asarray(x), rtol=0, atol=5 * EPS)
+    assert S.Forced(top, lambda t, m: 0.1 * m).momentum_dependent  # reads m: Newton's kick
+    system = S.Forced(top, _top_torque, _top_drag, params={"f": 0.1, "k": 0.05})
+    T, ns = 2.0, np.array([20, 40, 80, 160])
+    ref = np.asarray(dop853_path(system, m0, np.array([0.0, T]))[0])[-1]
+    errors, balance = [], []
+    for n in ns:
+        sol = mi.simulate(system, DL, m0, T / n, int(n), int(n))
+        errors.append(np.max(np.abs(np.asarray(sol.x[0])[-1] - ref)))
+        balance.append(abs(float(D.energy_balance(sol)[-1])))
+    for values in (errors, balance):
+        fit = D.fit_power_law(T / ns, values, floor=1e-13)
+        assert abs(fit.exponent - 2) < 0.1, (fit.exponent, values)
+    long = mi.simulate(system, DL, m0, 0.01, 10_000, 100, chunk_steps=6400)
+    assert np.max(np.abs(D.energy_balance(long))) < 1e-5
+    body = S.FreeRigidBody((1.0, 2.0, 3.0, 4.0))
+    with pytest.raises(UnsupportedError, match="LieGroupVariational"):
+        mi.simulate(S.Forced(body, dissipation=lambda M: jnp.eye(6)), DL, body.example_state(),
+                    0.1, 2)  # fmt: skip
+    with pytest.raises(UnsupportedError, match="order 2 on the Euler top"):
+        mi.simulate(system, I.DiscreteLagrangian(order=4), m0, 0.1, 2)

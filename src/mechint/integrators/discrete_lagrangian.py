@@ -38,6 +38,11 @@ The map is Poisson for the Lie-Poisson bracket, symmetric (stepping with −ε u
 step), of order 2 with no time shift, and keeps exactly the spectrum of
 L_k(λ) = I − ε²(P̃_k + λM_k + λ²J²), P̃ = P − ε²P²/4: the spectral invariants of
 K = P̃ + λM + λ²J², H(M, P̃) and the Casimirs tr P^k.
+
+On ``systems.Forced`` Euler tops (a torque F(t, m), a dissipation R(m)) the map of
+order 2 is the discrete Lagrange–d'Alembert Moser–Veselov map
+(``integrators.forced.moser_veselov``: impulses (h/2)(F − R∇H) at the two ends of the
+free step).
 """
 
 from __future__ import annotations
@@ -50,9 +55,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mechint import maps
 from mechint._validate import traced, whole_number
 from mechint.errors import InputError
-from mechint.integrators import composition_schemes, dmv
+from mechint.integrators import composition_schemes, dmv, forced
 from mechint.lie import cayley, orthonormalize, so3, so_dim, so_hat, so_index, so_vee
 from mechint.maps import (
     ImplicitIntegrator,
@@ -70,7 +76,8 @@ from mechint.solvers import Newton
 from mechint.solvers.linear import matmul, positive_stable
 from mechint.systems import rigid
 from mechint.systems.base import MoserVeselovBody
-from mechint.systems.euler_top import FreeTop
+from mechint.systems.euler_top import EulerTop, FreeTop
+from mechint.systems.forced import Forced
 
 
 def _residual(W, args):
@@ -162,9 +169,15 @@ class DiscreteLagrangian(BodyRotationMap, ImplicitIntegrator):
         self.settle_traits()
 
     def derived_traits(self) -> Traits:
-        return Traits(order=self.order, symmetric=True, explicit=False, poisson=True)
+        return Traits(order=self.order, symmetric=True, explicit=False, poisson=True,
+                      forced=self.order == 2)  # fmt: skip
 
     def cannot_serve(self, system: Any) -> str | None:
+        if isinstance(system, Forced):  # the forced Moser–Veselov map (Euler top)
+            if isinstance(system.base, EulerTop):
+                return None
+            return ("forced, it serves the Euler top (for other bodies use "
+                    "LieGroupVariational() on a Forced RigidBodies)")  # fmt: skip
         why = serves_only(system, (MoserVeselovBody,))
         if why is not None:
             return (
@@ -245,6 +258,11 @@ class DiscreteLagrangian(BodyRotationMap, ImplicitIntegrator):
         M_next = (JQW - JQW.T) / h
         return system.body_advance(x, M_next, W), W, st
 
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        if isinstance(system, Forced):  # the discrete Lagrange–d'Alembert map
+            return forced.moser_veselov(self, system, x, h)
+        return super().step(system, x, h)
+
     def step_with_rotation(self, system: Any, x, h):
         """One step; returns (x_{k+1}, W_k, StepStatus) (W_k = g_kᵀ g_{k+1})."""
         if self.order == 2 or _free(system):
@@ -286,6 +304,8 @@ class DiscreteLagrangian(BodyRotationMap, ImplicitIntegrator):
         Moser-Veselov map keeps H, tr M^{2i} and Manakov's integrals exactly; the
         preprocessed map (order > 2, n = 3) keeps H and |m|².  On a body in a potential
         the map of order > 2 (a splitting) keeps the Casimirs (and the Lagrange top's m3)."""
+        if isinstance(system, Forced):  # no momentum map of the Euler top to balance
+            return maps.kept(system, forced.kept_momenta(system), x)
         if _free(system):
             return system.invariants(x)
         split = system.split_invariants(x)

@@ -53,6 +53,7 @@ from mechint._validate import real_array, traced
 from mechint.errors import InputError
 from mechint.systems.base import BodiesInPotential, PoissonSystem, System, kahan_clock
 from mechint.systems.canonical import Canonical, _parameters
+from mechint.systems.euler_top import EulerTop
 from mechint.systems.time_transformed import TimeTransformed
 
 # the entries the extended state carries after the system's own (then one impulse per
@@ -219,7 +220,10 @@ class Forced(System):
                     "other systems' act on their coordinates",
                 )
             momenta = _momentum_leaves(self.base)
-            if momenta and label == "force":
+            if label == "force" and isinstance(self.base, EulerTop):  # m is the momentum
+                rest = full[len(args) :]
+                depends = depends_on(lambda m, fn=fn, rest=rest: fn(t, m, *rest), (x,), 0)
+            elif momenta and label == "force":
                 rest = full[len(args) :]
 
                 def of_momenta(m, fn=fn, x=x, rest=rest, momenta=momenta):
