@@ -221,7 +221,7 @@ def _shaken(t, R, prm):
     return (1.0 + prm["a"] * jnp.sin(prm["w"] * t)) * potentials.fixed_point_gravity(R, _CHI)
 
 
-def test_time_dependent_potential_orders_structure_and_the_extended_energy():
+def test_time_dependent_potential_orders_structure_and_the_extended_energy(tmp_path):
     """The shaken heavy top, V(t, R), from t0 = 0.3: the state (R, Π) is extended with
     t = t0 and e = 0; against DOP853 on the extended flow the Lie group variational map
     has order 2 (measured 2.00; the rigid-body splitting too) and the order-4 splitting
@@ -255,6 +255,9 @@ def test_time_dependent_potential_orders_structure_and_the_extended_energy():
     K, e = np.asarray(long.invariants()["H"]), np.asarray(long.x[3])
     assert np.ptp(e) > 1.0 and np.max(np.abs(K - K[0])) < 0.02 * np.ptp(e)
     assert np.max(top.orthogonality(long.x)) < 1e-14
+    long.to_csv(tmp_path / "top.csv")  # the state's time is "now": one "t" column, the run's
+    names = (tmp_path / "top.csv").read_text().splitlines()[0].split(",")
+    assert len(set(names)) == len(names) and names[0] == "t" and "now" in names
 
 
 def test_time_dependent_potential_errors_name_the_fix():
