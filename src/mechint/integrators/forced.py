@@ -48,7 +48,7 @@ from mechint.maps import Reason, StepStatus, combine, ok_status, status
 from mechint.solvers import Newton
 from mechint.systems.base import BodiesInPotential
 from mechint.systems.canonical import Canonical, Separable
-from mechint.systems.forced import Forced, dot, matvec
+from mechint.systems.forced import Forced, dot, field_mask, matvec
 
 
 def kept_momenta(system) -> tuple[str, ...]:
@@ -193,8 +193,8 @@ def stormer_verlet(solver: Newton, system: Forced, x, h):
 
 
 # -- rigid bodies: the forced Lie group variational map --------------------------------
-def _body_rates(system: Forced, t, xb):
-    """(F, R∇H, ∇H) in the coordinates z at one state of the bodies."""
+def _rates(system: Forced, t, xb):
+    """(F, R∇H, ∇H) in the coordinates z at one state of the base system."""
     z = system.base.coordinates(xb)
     g = system.energy_gradient(z)
     return system.generalized_force(t, xb), matvec(system.damping(xb), g), g
@@ -229,17 +229,15 @@ def _body_kick_equation(u, args):
     """The momenta after a kick of c(F − R∇H) taken at those momenta (the first kick of
     the forced map, implicit where the force depends on the momenta)."""
     system, t, kicked, c = args
-    F, Rg, _ = _body_rates(system, t, _with_momenta(system.base, kicked, u))
+    F, Rg, _ = _rates(system, t, _with_momenta(system.base, kicked, u))
     return _body_momenta(system.base, _body_kick(system, kicked, c * (F - Rg)))
 
 
-def _field_mask(base, fields: tuple[str, ...]) -> np.ndarray:
-    """Which coordinates z of one state of the bodies belong to ``fields`` (a boolean
-    mask, from the state's shapes alone)."""
-    sizes = {"x": 3, "p": 3, "R": 9, "Pi": 3}
-    n = base.bodies
-    return np.concatenate([np.full(sizes[name] * n, name in fields)
-                           for name, _ in base.state_fields if name in sizes])  # fmt: skip
+def _trapezoid(c, start, end):
+    """The work and dissipation of a step with kicks of c = h/2 at its two ends, each
+    (F, R∇H, ∇H) at that kick's momenta: c(∇H·F)₀ + c(∇H·F)₁, c(∇HᵀR∇H)₀ + …₁."""
+    (F0, Rg0, g0), (F1, Rg1, g1) = start, end
+    return c * dot(g0, F0) + c * dot(g1, F1), c * dot(g0, Rg0) + c * dot(g1, Rg1)
 
 
 def moves_positions(system: Forced) -> bool:
@@ -260,7 +258,7 @@ def moves_positions(system: Forced) -> bool:
         R = np.asarray(system.damping(x))
     except jax.errors.JAXTypeError:  # a value traced inside the user's function
         return False
-    mask = _field_mask(base, ("x",))
+    mask = field_mask(base, x, ("x",))
     return bool(np.any(F[mask] != 0) or np.any(R[mask] != 0))
 
 
@@ -292,7 +290,7 @@ def lie_group_variational(integrator, system: Forced, x, h):
     c = 0.5 * h
     t1 = t + h
     kicked = base.kick(xb, c)
-    F, Rg, _ = _body_rates(system, t, xb)
+    F, Rg, _ = _rates(system, t, xb)
     half = _body_kick(system, kicked, c * (F - Rg))
     if system.momentum_dependent:
         u, s1 = implicit_half(integrator.solver, _body_kick_equation,
@@ -301,15 +299,14 @@ def lie_group_variational(integrator, system: Forced, x, h):
     else:
         s1 = ok_status(_body_momenta(base, half))
     moved, s2 = integrator.free_step(base, half, h)
-    F1, Rg1, g1 = _body_rates(system, t1, moved)
+    F1, Rg1, g1 = _rates(system, t1, moved)
     out = _body_kick(system, base.kick(moved, c), c * (F1 - Rg1))
-    F0, Rg0, g0 = _body_rates(system, t, half)
+    F0, Rg0, g0 = _rates(system, t, half)
     # a force on x or R cannot be applied by the kicks: the step fails, never drops it
-    mask = jnp.asarray(_field_mask(base, ("x", "R")))
+    mask = jnp.asarray(field_mask(base, xb, ("x", "R")))
     stray = jnp.max(jnp.where(mask, jnp.maximum(jnp.abs(F0 - Rg0), jnp.abs(F1 - Rg1)), 0.0))
     s3 = status(~(stray > 0), stray, Reason.UNSUPPORTED)  # NaN: the state's own failure
-    w = c * dot(g0, F0) + c * dot(g1, F1)
-    d = c * dot(g0, Rg0) + c * dot(g1, Rg1)
+    w, d = _trapezoid(c, (F0, Rg0, g0), (F1, Rg1, g1))
     z0, z1 = base.coordinates(half), base.coordinates(moved)
     gained = [
         c * dot(J0, F0 - Rg0) + c * dot(J1, F1 - Rg1)
@@ -322,17 +319,11 @@ def lie_group_variational(integrator, system: Forced, x, h):
 
 
 # -- the Euler top: the forced Moser–Veselov map ------------------------------------------
-def _top_rates(system: Forced, t, m):
-    """(F, R∇H, ∇H) at one state m of the Euler top (its coordinates are m)."""
-    g = system.energy_gradient(m)
-    return system.generalized_force(t, m), matvec(system.damping(m), g), g
-
-
 def _top_kick_equation(u, args):
     """m + c(F − R∇H) at the new momentum u (the first kick, implicit where the torque
     reads m or there is a dissipation)."""
     system, t, m, c = args
-    F, Rg, _ = _top_rates(system, t, u)
+    F, Rg, _ = _rates(system, t, u)
     return m + c * (F - Rg)
 
 
@@ -357,7 +348,7 @@ def moser_veselov(integrator, system: Forced, x, h):
     m, t, work, dissipated, impulses = system.split(x)
     c = 0.5 * h
     t1 = t + h
-    F, Rg, _ = _top_rates(system, t, m)
+    F, Rg, _ = _rates(system, t, m)
     half = m + c * (F - Rg)
     if system.momentum_dependent:
         half, s1 = implicit_half(integrator.solver, _top_kick_equation, half,
@@ -365,10 +356,8 @@ def moser_veselov(integrator, system: Forced, x, h):
     else:
         s1 = ok_status(half)
     moved, _, s2 = integrator.free_step(system.base, half, h)
-    F1, Rg1, g1 = _top_rates(system, t1, moved)
+    F1, Rg1, g1 = _rates(system, t1, moved)
     out = moved + c * (F1 - Rg1)
-    F0, Rg0, g0 = _top_rates(system, t, half)
-    w = c * dot(g0, F0) + c * dot(g1, F1)
-    d = c * dot(g0, Rg0) + c * dot(g1, Rg1)
+    w, d = _trapezoid(c, _rates(system, t, half), (F1, Rg1, g1))
     new = system.join(out, t1, work + w, dissipated + d, impulses)
     return system.advance_clock(x, new, h), combine([s1, s2, ok_status(out)])

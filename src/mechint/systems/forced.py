@@ -77,6 +77,18 @@ def matvec(A, b):
     return dot(A, b[..., None, :])
 
 
+def field_mask(system, x, fields) -> np.ndarray:
+    """Which coordinates z of a state shaped as ``x`` (one sample) belong to the state
+    fields named in ``fields`` (a boolean mask, from the shapes alone: concrete also
+    where ``x`` is traced)."""
+    names = [name for name, _ in system.state_fields]
+    leaves, treedef = jax.tree.flatten(x)
+    marks = [np.full(np.shape(a), 1.0 if names[i] in fields else 0.0)
+             for i, a in enumerate(leaves)]  # fmt: skip
+    with jax.ensure_compile_time_eval():  # numbers, not staged, inside a caller's trace
+        return np.asarray(system.coordinates(jax.tree.unflatten(treedef, marks))) != 0
+
+
 def _momentum_leaves(system) -> tuple[int, ...]:
     """The positions of the momenta among a state's leaves, for the systems whose maps
     kick the momenta (canonical: p; ``RigidBodies``: p and Π); () for the others."""
@@ -259,11 +271,7 @@ class Forced(System):
         rotations = self.base.rotation_fields()
         if not rotations or traced(self.params):
             return
-        names = [name for name, _ in self.base.state_fields]
-        leaves, treedef = jax.tree.flatten(x)
-        marks = [jnp.full_like(a, 1.0 if names[i] in rotations else 0.0)
-                 for i, a in enumerate(leaves)]  # fmt: skip
-        mask = np.asarray(self.base.coordinates(jax.tree.unflatten(treedef, marks))) != 0
+        mask = field_mask(self.base, x, rotations)
         t = jnp.zeros(())
         F = np.asarray(self.generalized_force(t, x))
         R = np.asarray(self.damping(x))
