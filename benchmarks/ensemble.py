@@ -59,15 +59,20 @@ def ensembles(quick: bool, dtype: str):
     top = mi.systems.EulerTop((2.0, 1.0, 2.0 / 3.0))
     body = mi.systems.FreeRigidBody((1.0, 2.0, 3.0))
     rows = []
+    on_gpu = jax.default_backend() == "gpu"
     sizes = (10**3, 10**4) if quick else (10**4, 10**5, 10**6, 10**7)
+    work, cap = (10**6 if quick else 2 * 10**8), 10**9
+    if on_gpu and not quick:
+        # a GPU needs more members to fill it, and each step of a loop is a launch
+        sizes, work, cap = (*sizes, 10**8), 2 * 10**9, 2 * 10**4
     for batch in sizes:
         m = rng.standard_normal((batch, 3))
-        steps = max(2, (10**6 if quick else 2 * 10**8) // batch)
+        steps = max(2, min(cap, work // batch))
         wall = _rate(top, mi.integrators.Kahan(), m, steps, dtype)
         rows.append(("Kahan, Euler top", batch, steps, batch * steps / wall))
-    for batch in sizes[:3]:
+    for batch in sizes[: 4 if on_gpu else 3]:
         A = 0.5 * rng.standard_normal((batch, 3, 3))
-        steps = max(2, (10**5 if quick else 10**7) // batch)
+        steps = max(2, min(cap // 10, (10**5 if quick else 10**7) * (10 if on_gpu else 1) // batch))
         skew = A - A.transpose(0, 2, 1)
         wall = _rate(body, mi.integrators.DiscreteLagrangian(), skew, steps, dtype)
         rows.append(("discrete Lagrangian, n = 3", batch, steps, batch * steps / wall))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import enum
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, NamedTuple, cast
 
@@ -104,9 +105,24 @@ def no_failure(real) -> StepStatus:
     return StepStatus(jnp.asarray(True), jnp.zeros((), real), jnp.int32(Reason.OK))
 
 
+# Leaves of at most this many entries are checked entry by entry (elementwise, see
+# ``finite``); larger ones by a reduction.
+_UNROLLED_CHECK = 16
+
+
 def finite(x) -> Bool[Array, ""]:
-    """Every entry of every leaf of ``x`` is finite."""
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in jax.tree.leaves(x)]))
+    """Every entry of every leaf of ``x`` is finite.  A small leaf is checked entry by
+    entry and the checks joined by ``&``: under ``vmap`` every operation then stays
+    elementwise on the members, so XLA fuses the check into the batch's step (a
+    reduction over the leaf's axes is a pass of its own over the new state)."""
+    checks = []
+    for a in jax.tree.leaves(x):
+        a = jnp.asarray(a)
+        if a.size <= _UNROLLED_CHECK:
+            checks += [jnp.isfinite(e) for e in a.reshape(-1)]
+        else:
+            checks.append(jnp.all(jnp.isfinite(a)))
+    return functools.reduce(jnp.logical_and, checks, jnp.asarray(True))
 
 
 def ok_status(x) -> StepStatus:
