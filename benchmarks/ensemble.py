@@ -59,6 +59,14 @@ def ensembles(quick: bool, dtype: str):
     top = mi.systems.EulerTop((2.0, 1.0, 2.0 / 3.0))
     body = mi.systems.FreeRigidBody((1.0, 2.0, 3.0))
     rows = []
+    print(f"Ensembles, {dtype} (device: {jax.devices()[0]}, jax {jax.__version__})")
+    print("| map | bodies | steps | body-steps/s |")
+    print("|---|---|---|---|")
+
+    def add(name, batch, steps, rate):  # printed as measured: a run cut short keeps its rows
+        rows.append((name, batch, steps, rate))
+        print(f"| {name} | {batch:.0e} | {steps} | {rate:.3g} |", flush=True)
+
     on_gpu = jax.default_backend() == "gpu"
     sizes = (10**3, 10**4) if quick else (10**4, 10**5, 10**6, 10**7)
     work, cap = (10**6 if quick else 2 * 10**8), 10**9
@@ -69,18 +77,13 @@ def ensembles(quick: bool, dtype: str):
         m = rng.standard_normal((batch, 3))
         steps = max(2, min(cap, work // batch))
         wall = _rate(top, mi.integrators.Kahan(), m, steps, dtype)
-        rows.append(("Kahan, Euler top", batch, steps, batch * steps / wall))
+        add("Kahan, Euler top", batch, steps, batch * steps / wall)
     for batch in sizes[: 4 if on_gpu else 3]:
         A = 0.5 * rng.standard_normal((batch, 3, 3))
         steps = max(2, min(cap // 10, (10**5 if quick else 10**7) * (10 if on_gpu else 1) // batch))
         skew = A - A.transpose(0, 2, 1)
         wall = _rate(body, mi.integrators.DiscreteLagrangian(), skew, steps, dtype)
-        rows.append(("discrete Lagrangian, n = 3", batch, steps, batch * steps / wall))
-    print(f"Ensembles, {dtype} (device: {jax.devices()[0]}, jax {jax.__version__})")
-    print("| map | bodies | steps | body-steps/s |")
-    print("|---|---|---|---|")
-    for name, batch, steps, rate in rows:
-        print(f"| {name} | {batch:.0e} | {steps} | {rate:.3g} |")
+        add("discrete Lagrangian, n = 3", batch, steps, batch * steps / wall)
     return rows
 
 

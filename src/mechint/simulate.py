@@ -94,16 +94,27 @@ def capacity(n_saves: int, numbers: int = 1) -> int:
 def _advance(system, integrator, carry, h, save_every, n_saves, t0=None, *, capacity, batched,
              watching=None):  # fmt: skip
     """``n_saves`` (≤ ``capacity``) × ``save_every`` steps from ``carry`` (the loop shared
-    with ``integrate``); returns the new carry and ``capacity`` saved states, the first
-    ``n_saves`` filled.  ``save_every`` and ``n_saves`` are traced, so runs that differ
-    only in them (or in h, or the parameters) share one compiled program per
-    power-of-two chunk size.  With ``watching`` (``events.Watching``: events, save
-    times), ``carry`` is (carry, ``events.Watch``)."""
-    return run_saves(
+    with ``integrate``); returns the new carry, ``capacity`` saved states, the first
+    ``n_saves`` filled, and the call's summary (a member failed in this call, some
+    member has failed, every member has stopped: three flags, all the host needs to
+    fetch between calls, where the failure record of a huge batch on a GPU would cost a
+    transfer).  ``save_every`` and ``n_saves`` are traced, so runs that differ only in
+    them (or in h, or the parameters) share one compiled program per power-of-two chunk
+    size.  With ``watching`` (``events.Watching``: events, save times), ``carry`` is
+    (carry, ``events.Watch``)."""
+    state, saved = run_saves(
         system, integrator, carry, h, save_every, capacity,
         batched=batched, n_saves=n_saves, checkpoint=False, settled=False, watching=watching,
         t0=t0,
     )  # fmt: skip
+    before, (after, watch) = (carry[0], state) if watching else (carry, (state, None))
+    fail_step = decode(after[2])[0]
+    summary = (
+        jnp.any((before[2] < 0) & (after[2] >= 0)),
+        jnp.any(fail_step >= 0),
+        jnp.all(stopped_steps(watch, fail_step) >= 0),
+    )
+    return state, saved, summary
 
 
 @partial(jax.jit, static_argnames=("integrator", "events", "batched"))
@@ -336,25 +347,25 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
             else:  # a piece of one save interval
                 every, n = min(sizer.size, save_every - into), 1
             began, compiling, before = _clock(), _COMPILE_CLOCK.seconds, carry
-            state, saved = _advance(
+            state, saved, summary = _advance(
                 system, integrator, carry if watch is None else (carry, watch), plan.h,
                 jnp.asarray(every, dtype=jnp.int64), jnp.asarray(n, dtype=jnp.int64), t0_j,
                 capacity=size, batched=batched, watching=watching,
             )  # fmt: skip
             carry, watch = (state, None) if watch is None else state
             calls += 1
-            fail_step = decode(np.asarray(carry[2]))[0]
-            if np.any(fail_step[np.asarray(before[2]) < 0] >= 0):  # failed in this call
+            # a member failed in this call; some member failed; every member failed or
+            # ended at a terminal event (three flags: the host fetches no failure record)
+            failed_now, failed, ended = (bool(f) for f in jax.device_get(summary))
+            if failed_now:
                 carry = settle_failures(system, integrator, plan.h, batched, before, carry)
             spent = _clock() - began - (_COMPILE_CLOCK.seconds - compiling)
             sizer.next(n * every, spent)
             bar.update(n * every)
-            # every member failed, or ended at a terminal event
-            ended = bool(np.all(stopped_steps(_host(watch), fail_step) >= 0))
             if not whole:
                 into += every
                 if into < save_every and not ended:  # nothing to save yet
-                    if throw and np.any(fail_step >= 0):
+                    if throw and failed:
                         _raise_failure(plan, samples, saved, done, carry, handed, n=0,
                                        watch=watch)  # fmt: skip
                     if interrupt is not None:
@@ -364,7 +375,7 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
             # to the host only now (a piece of an interval saves nothing): a copy of the n
             # saves, as a view would keep the whole buffer alive
             saved = jax.tree.map(lambda a, n=n: np.array(a[:n]), jax.device_get(saved))
-            if throw and np.any(fail_step >= 0):
+            if throw and failed:
                 _raise_failure(plan, samples, saved, done, carry, handed, n=n, watch=watch)
             samples.append(saved)
             done += n
