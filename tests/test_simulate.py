@@ -305,3 +305,29 @@ def test_float32_on_request():
         assert np.max(mi.diagnostics.invariant_errors(kepler, traj)["L"]) < 1e-5
     with pytest.raises(mi.InputError, match="dtype"):
         mi.simulate(top, mi.integrators.Kahan(), m0, 0.01, 10, dtype="float16")
+
+
+def test_traced_loops_in_static_blocks_take_the_same_steps(top, monkeypatch):
+    """On a GPU a loop of a traced length runs in static blocks of 64 steps and the rest
+    (integrate._blocks_for_traced_loops): forced here on the CPU, the same states bit
+    for bit, a failure at the same step, for intervals below, at and across a block."""
+    import sys
+
+    advance = sys.modules["mechint.simulate"]._advance
+    x0 = np.array([[0.45, 0.0, 0.89, 0.0], [0.1, 0.7, -0.3, 0.0]])
+
+    def runs():
+        advance.clear_cache()  # the flag is read when the loop is traced
+        out = [mi.simulate(TimedTop(top), FailsAtTime(t_fail=10.0), x0, 0.01, 260, e).x
+               for e in (1, 65, 130)]  # fmt: skip
+        with pytest.raises(mi.StepFailure) as info:  # fails at step 138 (t > 1.37)
+            mi.simulate(TimedTop(top), FailsAtTime(t_fail=1.37), x0[0], 0.01, 260, 130)
+        return out, info.value.step, info.value.trajectory.x
+
+    plain = runs()
+    monkeypatch.setattr(sys.modules["mechint.integrate"], "_blocks_for_traced_loops", lambda: True)
+    blocked = runs()
+    advance.clear_cache()
+    assert plain[1] == blocked[1] == 138
+    for a, b in zip(plain[0] + [plain[2]], blocked[0] + [blocked[2]], strict=True):
+        assert np.array_equal(a, b)

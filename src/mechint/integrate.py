@@ -209,7 +209,14 @@ def _loop_saves(system, integrator, carry, h, save_every, length: int, batched, 
         one_step = watched_step(one_step, watching, system, integrator, t0, h, batched)
 
     def segment(c):
-        return jax.lax.fori_loop(0, save_every, one_step, c)
+        if isinstance(save_every, int) or not _blocks_for_traced_loops():
+            return jax.lax.fori_loop(0, save_every, one_step, c)
+        # whole blocks of a static length, then the rest (the same steps in order)
+        b = _TRACED_LOOP_BLOCK
+        c = jax.lax.fori_loop(
+            0, save_every // b, lambda _, c: jax.lax.fori_loop(0, b, one_step, c), c
+        )
+        return jax.lax.fori_loop(0, save_every % b, one_step, c)
 
     def one_save(c, i):
         if n_saves is None:
@@ -219,6 +226,21 @@ def _loop_saves(system, integrator, carry, h, save_every, length: int, batched, 
         return c, state(c)
 
     return jax.lax.scan(one_save, carry, jnp.arange(length))
+
+
+# A loop of a traced number of steps (``simulate``'s, and ``integrate``'s on concrete
+# input) runs on a GPU in blocks of this many steps, each a loop of a static length:
+# XLA reads a dynamic loop's predicate back on the host at every iteration, a static
+# one's not.  Measured on one H100 (2026-11-26; 10⁶ Euler tops, Kahan, 1000 steps):
+# 1.40e10 -> 1.80e10 body-steps/s in float64, 2.26e10 -> 3.95e10 in float32, against
+# 1.86e10 and 4.17e10 for the static loop.  On a CPU it would only double the compiled
+# step, so there the loop stays one.
+_TRACED_LOOP_BLOCK = 64
+
+
+def _blocks_for_traced_loops() -> bool:
+    """Whether a traced-length loop runs in static blocks (on a GPU; see above)."""
+    return jax.default_backend() == "gpu"
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2, 3, 4))
