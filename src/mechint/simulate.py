@@ -24,6 +24,7 @@ from __future__ import annotations
 import sys
 import time
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -107,7 +108,8 @@ def _advance(system, integrator, carry, h, save_every, n_saves, t0=None, *, capa
         batched=batched, n_saves=n_saves, checkpoint=False, settled=False, watching=watching,
         t0=t0,
     )  # fmt: skip
-    before, (after, watch) = (carry[0], state) if watching else (carry, (state, None))
+    both: Any = (carry[0], *state) if watching else (carry, state, None)
+    before, after, watch = both
     fail_step = decode(after[2])[0]
     summary = (
         jnp.any((before[2] < 0) & (after[2] >= 0)),
