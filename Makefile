@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test pytest lint docs docs-check bench clean
+.PHONY: demo test lint docs docs-check bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,13 +28,9 @@ docs: $(STAMP)
 docs-check: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 MECHINT_DOCS_QUICK=1 $(BIN)/mkdocs build --strict --quiet --site-dir build/site-check
 
-# the tests on both cores, with lint and the docs build beside them: they fill the cores
-# while the test workers start and collect (the same work, less waiting); any failing
-# part fails the target
+# lint and the docs build side by side (one core each), then the tests on both cores
 test: $(STAMP)
-	$(MAKE) --no-print-directory -j3 lint docs-check pytest
-
-pytest: $(STAMP)
+	$(MAKE) --no-print-directory -j2 lint docs-check
 	$(BIN)/python -m pytest
 
 # the peers in their own environment (jax-md pins sympy, which pins mpmath below what the
