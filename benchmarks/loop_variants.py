@@ -106,7 +106,7 @@ def rows(quick: bool, dtype: str, bodies: int | None):
 
 def main(quick: bool = False, dtype: str = "float64", bodies: int | None = None) -> None:
     out = rows(quick, dtype, bodies)
-    rate = dict((name, v) for name, v, _ in out)
+    rate = {name: v for name, v, _ in out}
     worst = max(dev for *_, dev in out)
     print(
         f"targets: integrate >= the bare scan ({rate['integrate, Kahan']:.2e} vs "

@@ -1,4 +1,5 @@
 import dataclasses
+import importlib
 import itertools
 from typing import ClassVar
 
@@ -311,9 +312,8 @@ def test_traced_loops_in_static_blocks_take_the_same_steps(top, monkeypatch):
     """On a GPU a loop of a traced length runs in static blocks of 64 steps and the rest
     (integrate._blocks_for_traced_loops): forced here on the CPU, the same states bit
     for bit, a failure at the same step, for intervals below, at and across a block."""
-    import sys
+    from mechint.simulate import _advance as advance
 
-    advance = sys.modules["mechint.simulate"]._advance
     x0 = np.array([[0.45, 0.0, 0.89, 0.0], [0.1, 0.7, -0.3, 0.0]])
 
     def runs():
@@ -325,7 +325,9 @@ def test_traced_loops_in_static_blocks_take_the_same_steps(top, monkeypatch):
         return out, info.value.step, info.value.trajectory.x
 
     plain = runs()
-    monkeypatch.setattr(sys.modules["mechint.integrate"], "_blocks_for_traced_loops", lambda: True)
+    # the module: the package's attribute of that name is the function integrate
+    loop = importlib.import_module("mechint.integrate")
+    monkeypatch.setattr(loop, "_blocks_for_traced_loops", lambda: True)
     blocked = runs()
     advance.clear_cache()
     assert plain[1] == blocked[1] == 138
