@@ -1,7 +1,7 @@
 import dataclasses
 import importlib
 import itertools
-from typing import ClassVar
+from typing import Any, ClassVar, cast
 
 import jax
 import jax.numpy as jnp
@@ -312,7 +312,9 @@ def test_traced_loops_in_static_blocks_take_the_same_steps(top, monkeypatch):
     """On a GPU a loop of a traced length runs in static blocks of 64 steps and the rest
     (integrate._blocks_for_traced_loops): forced here on the CPU, the same states bit
     for bit, a failure at the same step, for intervals below, at and across a block."""
-    from mechint.simulate import _advance as advance
+    from mechint.simulate import _advance
+
+    advance = cast(Any, _advance)  # clear_cache: the jitted function's, untyped
 
     x0 = np.array([[0.45, 0.0, 0.89, 0.0], [0.1, 0.7, -0.3, 0.0]])
 
