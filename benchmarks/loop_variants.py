@@ -4,19 +4,24 @@ mechint builds and in variants of them, on whatever device is present.
     python benchmarks/loop_variants.py [--quick] [--dtype float64|float32] [--bodies B]
 
 Rows (body-steps/s, best of 3 after compiling; the compile and first call in seconds):
-`integrate` (its tracked loop of a static length); the tracked loop alone, of a static
-length, of a traced length (what `simulate` compiles once for any interval), of a traced
-length in static blocks of 64 (`simulate`'s loop on a GPU), unrolled 4 times, with the
-members along the last axis (structure of arrays); the step without the failure record;
-`simulate` itself; the bare `lax.scan` of the closed-form step (three columns) and RK4
-likewise.  Made for a GPU session (a dynamic loop's predicate is read back on the host
-every iteration there; the layout decides whether loads coalesce), it runs anywhere.
+`integrate` (on a GPU its batch carries the state as columns; a row shows it with the
+state as one (B, 3) array); the tracked loop alone, of a static length, of a traced
+length (what `simulate` compiles once for any interval), of a traced length in static
+blocks of 64 (`simulate`'s loop on a GPU), unrolled 4 times, with the members along the
+last axis (structure of arrays: with the failure record, with a bool flag a member, with
+nothing), with the state as columns (the freeze on the re-stacked state; without a
+failure record); the step without the failure record; `simulate` itself; the bare
+`lax.scan` of the closed-form step (three columns); RK4 in `integrate`, members last, as
+columns, without a record, and its bare scan.  Made for a GPU session (a dynamic loop's
+predicate is read back on the host every iteration there; the layout decides whether
+loads coalesce and whether a step updates its carry in place), it runs anywhere.
 Every row's final state is checked against `integrate`'s.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +31,19 @@ from peers import bare_scan, kahan_step, rk4_step
 
 import mechint as mi
 from mechint.integrate import initial_carry, tracked_step
+
+loop = sys.modules["mechint.integrate"]  # the module (mi.integrate is the function)
+
+
+def without_columns(f, *args):
+    """``f`` compiled with a batch's state as one (B, n) array in its loops (the columns
+    of ``integrate.tracked_step`` are a GPU's choice: on a CPU this is ``f``)."""
+    saved = loop._columns_in_loops
+    loop._columns_in_loops = lambda: False
+    try:
+        return jax.jit(f).lower(*args).compile()
+    finally:
+        loop._columns_in_loops = saved
 
 
 def rows(quick: bool, dtype: str, bodies: int | None):
@@ -43,6 +61,7 @@ def rows(quick: bool, dtype: str, bodies: int | None):
     n = jnp.asarray(S)
     one = tracked_step(top, kahan, h, True)
     vstep = jax.vmap(kahan.step, in_axes=(None, 0, None))
+    vrk4 = jax.vmap(rk4.step, in_axes=(None, 0, None))
     last = jax.vmap(kahan.step, in_axes=(None, -1, None), out_axes=(-1, 0))
 
     def tracked(x, length, **kw):
@@ -54,7 +73,9 @@ def rows(quick: bool, dtype: str, bodies: int | None):
         )
         return jax.lax.fori_loop(0, n % 64, one, c)[0]
 
-    def members_last(x):
+    def members_last(x, integrator=kahan):
+        last = jax.vmap(integrator.step, in_axes=(None, -1, None), out_axes=(-1, 0))
+
         def step(_, c):
             x, k, fail = c
             y, st = last(top, x, h)
@@ -64,16 +85,52 @@ def rows(quick: bool, dtype: str, bodies: int | None):
         c = (x.T, jnp.asarray(0), jnp.full(B, -1))
         return jax.lax.fori_loop(0, S, step, c)[0].T
 
+    def columns(x, integrator=kahan, record=True):
+        """The carry's state as its columns (each member's component i in one (B,)
+        array): every output of the step reads its inputs at the same member, so the
+        step can write its carry in place."""
+        vone = jax.vmap(integrator.step, in_axes=(None, 0, None))
+
+        def step(_, c):
+            cols, k, fail = c
+            y, st = vone(top, jnp.stack(cols, axis=-1), h)
+            if record:
+                fail = jnp.where((fail < 0) & ~st.ok, (k + 1) * 8 + st.reason, fail)
+                y = jnp.where((fail >= 0)[:, None], jnp.stack(cols, axis=-1), y)
+            return tuple(y[:, i] for i in range(3)), k + 1, fail
+
+        c = (tuple(x[:, i] for i in range(3)), jnp.asarray(0), jnp.full(B, -1))
+        return jnp.stack(jax.lax.fori_loop(0, S, step, c)[0], axis=-1)
+
+    def members_last_bare(x):  # the same layout, no failure record
+        return jax.lax.fori_loop(0, S, lambda _, x: last(top, x, h)[0], x.T).T
+
+    def members_last_flag(x):  # the same layout, one "has failed" flag a member
+        def step(_, c):
+            x, failed = c
+            y, st = last(top, x, h)
+            failed = failed | ~st.ok
+            return jnp.where(failed, x, y), failed
+
+        return jax.lax.fori_loop(0, S, step, (x.T, jnp.zeros(B, bool)))[0].T
+
     def scan(step):  # vmap of the scan of three scalars: XLA carries three columns
         return jax.vmap(bare_scan(step, S))
 
     variants = [
         ("integrate, Kahan", jax.jit(lambda x: mi.integrate(top, kahan, x, h, S).x[:, -1]), (x,)),
+        ("integrate, Kahan, the state as one (B, 3) array",
+         without_columns(lambda x: mi.integrate(top, kahan, x, h, S).x[:, -1], x), (x,)),
         ("tracked loop, static length", jax.jit(lambda x: tracked(x, S)), (x,)),
         ("tracked loop, traced length", jax.jit(tracked), (x, n)),
         ("tracked loop, traced length in static blocks of 64", jax.jit(blocked), (x, n)),
         ("tracked loop, static, unrolled 4", jax.jit(lambda x: tracked(x, S, unroll=4)), (x,)),
         ("tracked loop, members last (structure of arrays)", jax.jit(members_last), (x,)),
+        ("tracked loop, the state as columns", jax.jit(columns), (x,)),
+        ("the state as columns, no failure record",
+         jax.jit(lambda x: columns(x, record=False)), (x,)),
+        ("members last, a bool flag a member", jax.jit(members_last_flag), (x,)),
+        ("members last, no failure record", jax.jit(members_last_bare), (x,)),
         (
             "the step without a failure record",
             jax.jit(lambda x: jax.lax.fori_loop(0, S, lambda _, x: vstep(top, x, h)[0], x)),
@@ -84,6 +141,11 @@ def rows(quick: bool, dtype: str, bodies: int | None):
         ("bare lax.scan, Kahan step (three columns)",
          jax.jit(scan(lambda m: kahan_step(m, p, q, r))), (x,)),
         ("integrate, RK4", jax.jit(lambda x: mi.integrate(top, rk4, x, h, S).x[:, -1]), (x,)),
+        ("RK4, members last (structure of arrays)", jax.jit(lambda x: members_last(x, rk4)),
+         (x,)),
+        ("RK4, the state as columns", jax.jit(lambda x: columns(x, rk4)), (x,)),
+        ("RK4, the step without a failure record", jax.jit(
+            lambda x: jax.lax.fori_loop(0, S, lambda _, x: vrk4(top, x, h)[0], x)), (x,)),
         ("bare lax.scan, RK4 step", jax.jit(scan(lambda m: rk4_step(m, *a, h))), (x,)),
     ]  # fmt: skip
     reference = {}

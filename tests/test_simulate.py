@@ -335,3 +335,50 @@ def test_traced_loops_in_static_blocks_take_the_same_steps(top, monkeypatch):
     assert plain[1] == blocked[1] == 138
     for a, b in zip(plain[0] + [plain[2]], blocked[0] + [blocked[2]], strict=True):
         assert np.array_equal(a, b)
+
+
+def test_batch_loops_on_columns_take_the_same_steps(monkeypatch):
+    """On a GPU a batch's loop carries its state as columns (integrate.tracked_step,
+    ``columns_of``): forced here on the CPU, with the static blocks as there, the same
+    states and failures as the (B, n) loop: bit for bit for the Euler top (Kahan, the
+    implicit midpoint; a member that fails at its first step), the discrete Lagrangian
+    map's (3, 3) states; to round-off for two rigid bodies (a leaf of 18 entries a member
+    stays whole, the momenta go by columns) whose LGVI XLA compiles differently."""
+    from mechint.simulate import _advance
+
+    loop = importlib.import_module("mechint.integrate")
+    top = mi.systems.EulerTop((2.0, 1.0, 2.0 / 3.0))
+    m0 = np.array([[0.45, 0.0, 0.89], [1e200, 1e200, 1e200], [0.1, 0.7, -0.3]])
+    body = mi.systems.FreeRigidBody((1.0, 2.0, 3.0))
+    M0 = np.stack([np.asarray(mi.lie.hat(m)) for m in (m0[0], m0[2])])
+    pair = mi.systems.RigidBodies([(1.0, 2.0, 3.0), (2.0, 2.0, 3.0)])
+    R, P = pair.example_state()
+    rb0 = (np.stack([R, R]), np.stack([P, 0.5 * P]))
+    cases = [(top, mi.integrators.Kahan(), m0), (top, mi.integrators.ImplicitMidpoint(), m0),
+             (body, mi.integrators.DiscreteLagrangian(), M0),
+             (pair, mi.integrators.LieGroupVariational(), rb0)]  # fmt: skip
+
+    def runs():
+        jax.clear_caches()  # the flags are read when the loops are traced
+        out = []
+        for system, integrator, x0 in cases:
+            a = mi.integrate(system, integrator, x0, 0.05, 70, save_every=10)
+            b = mi.simulate(system, integrator, x0, 0.05, 70, 10, throw=False)
+            out.append((a.x, a.failed_step, b.x, b.failed_step))
+        return out
+
+    plain = runs()
+    monkeypatch.setattr(loop, "_columns_in_loops", lambda: True)
+    monkeypatch.setattr(loop, "_blocks_for_traced_loops", lambda: True)
+    monkeypatch.setattr(Integrator, "batch_columns", True)  # every map, not only Kahan
+    on_gpu = runs()
+    cast(Any, _advance).clear_cache()
+    assert list(plain[0][1]) == [-1, 1, -1]  # the huge member fails at its first step
+    for (system, *_), p, got in zip(cases, plain, on_gpu, strict=True):
+        assert [list(p[1]), list(p[3])] == [list(got[1]), list(got[3])]
+        for u, v in zip(jax.tree.leaves((p[0], p[2])), jax.tree.leaves((got[0], got[2])),
+                        strict=True):  # fmt: skip
+            if isinstance(system, mi.systems.RigidBodies):
+                assert np.max(np.abs(u - v)) < 1e-14
+            else:
+                assert np.array_equal(u, v, equal_nan=True)

@@ -240,15 +240,25 @@ def suggest(name, names) -> list[str]:
     return difflib.get_close_matches(key, names, n=2, cutoff=0.6)
 
 
-def rotations(name: str, g0, n: int, batched: bool, batch: int) -> np.ndarray:
+def rotation_tolerance(value) -> float:
+    """The largest max |RᵀR − 1| read as round-off of a rotation given as ``value``:
+    1e-10, or 64 ulps of the input's float type where that is coarser (a float32 rotation
+    carries about 1e-7 from its rounding alone)."""
+    dtype = getattr(value, "dtype", None)
+    eps = float(np.finfo(dtype).eps) if dtype is not None and dtype.kind == "f" else 0.0
+    return max(1e-10, 64 * eps)
+
+
+def rotations(name: str, g0, n: int, batched: bool, batch: int, tol=None) -> np.ndarray:
     """g0 ∈ SO(n): one (n, n), or one per batch member (batch, n, n) when ``batched``;
-    a single one is repeated over the batch."""
+    a single one is repeated over the batch.  ``tol``: max |gᵀg − I| accepted (default
+    ``rotation_tolerance(g0)``)."""
     g = real_array(name, g0)
     shape = (batch, n, n) if batched and g.ndim == 3 else (n, n)
     if g.shape != shape:
         raise InputError(name, f"expected an {n}x{n} rotation matrix, got shape {g.shape}")
     defect = float(np.max(np.abs(np.swapaxes(g, -1, -2) @ g - np.eye(n))))
-    if defect > 1e-10 or np.any(np.linalg.det(g) <= 0):
+    if defect > (rotation_tolerance(g0) if tol is None else tol) or np.any(np.linalg.det(g) <= 0):
         raise InputError(
             name,
             f"is not a rotation (max |gᵀg − I| = {defect:.2g}, det = "

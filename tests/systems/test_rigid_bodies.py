@@ -200,6 +200,16 @@ def test_bad_states_are_refused_naming_the_field():
     assert np.max(np.abs(np.swapaxes(out[2], -1, -2) @ out[2] - np.eye(3))) < 1e-15
     with pytest.raises(mi.InputError, match="x0"):
         mi.simulate(system, mi.integrators.LieGroupVariational(), (x, p, bent, Pi), 0.1, 10)
+    # a float32 rotation carries its rounding (about 1e-7): accepted as float32 (64 ulps),
+    # projected; the same numbers given as float64, or float32 bent by 1e-4, are refused
+    R32 = np.asarray(R, np.float32)
+    assert np.max(np.abs(np.swapaxes(R32, -1, -2) @ R32.astype(float) - np.eye(3))) > 1e-8
+    out, _ = system.validate_state((x, p, R32, Pi))
+    assert np.max(np.abs(np.swapaxes(out[2], -1, -2) @ out[2] - np.eye(3))) < 1e-15
+    _check(r"x0 \(R\).*not a set of rotations",
+           lambda: system.validate_state((x, p, R32.astype(float), Pi)))  # fmt: skip
+    _check(r"x0 \(R\).*not a set of rotations",
+           lambda: system.validate_state((x, p, R32 * np.float32(1 + 1e-4), Pi)))  # fmt: skip
 
 
 def test_so3_hat_is_the_convention_of_the_bracket():

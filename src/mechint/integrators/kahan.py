@@ -50,6 +50,9 @@ class Kahan(Integrator):
 
     name: ClassVar[str] = "kahan"
     traits = Traits(order=2, symmetric=True, explicit=False)
+    # a batch of 10⁶ Euler tops on one H100 (2026-11-26): 1.9e10 -> 4.8e10 body-steps/s
+    # in float64, 4.2e10 -> 9.9e10 in float32 (``integrate._columns_in_loops``)
+    batch_columns: ClassVar[bool] = True
 
     def cannot_serve(self, system) -> str | None:
         if isinstance(system, QuadraticVectorField):
