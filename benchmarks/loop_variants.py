@@ -15,6 +15,9 @@ failure record); the step without the failure record; `simulate` itself; the bar
 columns, without a record, and its bare scan.  Made for a GPU session (a dynamic loop's
 predicate is read back on the host every iteration there; the layout decides whether
 loads coalesce and whether a step updates its carry in place), it runs anywhere.
+A second table runs `integrate` on batches of Kahan's map, the discrete Lagrangian map,
+RK4, the implicit midpoint rule and the LGVI with the state as (B, n) arrays and as
+columns, forced either way (each map's `batch_columns` is read from it).
 Every row's final state is checked against `integrate`'s.
 """
 
@@ -31,19 +34,78 @@ from peers import bare_scan, kahan_step, rk4_step
 
 import mechint as mi
 from mechint.integrate import initial_carry, tracked_step
+from mechint.maps import Integrator
 
 loop = sys.modules["mechint.integrate"]  # the module (mi.integrate is the function)
+
+
+def compiled_with_columns(on: bool, f, *args):
+    """``f`` compiled with a batch's state as columns in its loops (``on``: for every
+    map, whatever its ``batch_columns`` and the device) or as one (B, n) array."""
+    saved = loop._columns_in_loops, Integrator.batch_columns
+    loop._columns_in_loops = lambda: on
+    Integrator.batch_columns = on  # the maps that do not set it
+    try:
+        return jax.jit(f).lower(*args).compile()
+    finally:
+        loop._columns_in_loops, Integrator.batch_columns = saved
 
 
 def without_columns(f, *args):
     """``f`` compiled with a batch's state as one (B, n) array in its loops (the columns
     of ``integrate.tracked_step`` are a GPU's choice: on a CPU this is ``f``)."""
-    saved = loop._columns_in_loops
-    loop._columns_in_loops = lambda: False
-    try:
-        return jax.jit(f).lower(*args).compile()
-    finally:
-        loop._columns_in_loops = saved
+    return compiled_with_columns(False, f, *args)
+
+
+def last(a):
+    return a[:, -1]
+
+
+def by_map(quick: bool, dtype: str):
+    """``integrate`` on a batch of each map with the state as (B, n) arrays and as
+    columns, forced either way (what each map's ``batch_columns`` was decided from):
+    body-steps/s, and the largest difference of the final states (0: the same bits)."""
+    real = jnp.dtype(dtype)
+    on_gpu = jax.default_backend() == "gpu"
+    rng = np.random.default_rng(1)
+    big = 10**2 if quick else 10**6 if on_gpu else 10**4
+    top = mi.systems.EulerTop((2.0, 1.0, 0.6667))
+    body = mi.systems.FreeRigidBody((1.0, 2.0, 3.0))
+    rb = mi.systems.RigidBodies([(1.0, 2.0, 3.0)])
+    R, P = rb.example_state()
+    lgvi_x = (np.broadcast_to(R, (big // 10, *R.shape)), rng.standard_normal((big // 10, *P.shape)))
+    cases = [
+        ("Kahan, Euler top", top, mi.integrators.Kahan(), rng.standard_normal((big, 3)), 100),
+        ("discrete Lagrangian n = 3", body, mi.integrators.DiscreteLagrangian(),
+         np.stack([np.asarray(mi.lie.hat(m)) for m in rng.standard_normal((big // 10, 3))]), 20),
+    ]  # fmt: skip
+    if not quick:
+        cases += [
+            ("RK4, Euler top", top, mi.integrators.RK4(), rng.standard_normal((big, 3)), 100),
+            ("implicit midpoint, Euler top", top, mi.integrators.ImplicitMidpoint(),
+             rng.standard_normal((big, 3)), 20),
+            ("LGVI, one rigid body", rb, mi.integrators.LieGroupVariational(), lgvi_x, 20),
+        ]  # fmt: skip
+    print(f"\nBy map, `integrate` on a batch, {dtype}, {jax.devices()[0]}\n"
+          "| map | bodies x steps | (B, n) arrays | columns | difference |\n"
+          "|---|---|---|---|---|")  # fmt: skip
+    for name, system, integrator, x0, steps in cases:
+        x0 = jax.tree.map(lambda a: jnp.asarray(a, real), x0)
+        system = jax.tree.map(lambda v: jnp.asarray(v, real), system)
+        rate, final = {}, {}
+        for on in (False, True):
+
+            def run(x, system=system, integrator=integrator, steps=steps):
+                return jax.tree.map(last, mi.integrate(system, integrator, x, 0.01, steps).x)
+
+            fn = compiled_with_columns(on, run, x0)
+            t = best_of(lambda fn=fn, x0=x0: jax.block_until_ready(fn(x0)), warm=True)
+            n = jax.tree.leaves(x0)[0].shape[0]
+            rate[on], final[on] = n * steps / t.best, jax.tree.leaves(t.result)
+        dev = max(float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
+                  for a, b in zip(final[False], final[True], strict=True))  # fmt: skip
+        print(f"| {name} | {n:.0e} x {steps} | {rate[False]:.3g} | {rate[True]:.3g} | {dev:.1e} |",
+              flush=True)  # fmt: skip
 
 
 def rows(quick: bool, dtype: str, bodies: int | None):
@@ -168,6 +230,7 @@ def rows(quick: bool, dtype: str, bodies: int | None):
 
 def main(quick: bool = False, dtype: str = "float64", bodies: int | None = None) -> None:
     out = rows(quick, dtype, bodies)
+    by_map(quick, dtype)
     rate = {name: v for name, v, _ in out}
     worst = max(dev for *_, dev in out)
     print(
