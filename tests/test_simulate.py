@@ -369,6 +369,12 @@ def test_batch_loops_on_columns_take_the_same_steps(monkeypatch):
         b = mi.simulate(top, cases[0][1], m0, 0.05, 70, 10, throw=False)  # a traced loop
         return [*out, (b.x, b.failed_step)]
 
+    # the layout itself: leaves of 1 to 16 entries a member go by columns, others whole
+    x = (np.ones((4, 3)), np.zeros((4, 0)), np.ones((4, 5, 5)), np.arange(4.0))
+    cols = loop.to_columns(x)
+    assert [len(c) if isinstance(c, tuple) else c.shape for c in cols] == [3, (4, 0), (4, 5, 5), 1]
+    back = loop.from_columns(cols, x)
+    assert all(np.array_equal(a, b) and a.shape == b.shape for a, b in zip(x, back, strict=True))
     plain = runs()
     monkeypatch.setattr(loop, "_columns_in_loops", lambda: True)
     monkeypatch.setattr(loop, "_blocks_for_traced_loops", lambda: True)

@@ -160,8 +160,9 @@ def tracked_step(system, integrator: Integrator, h, batched: bool, columns_of=No
 
 
 def _column_leaf(a) -> bool:
-    """Whether a batch's leaf (members first) runs as columns (``to_columns``)."""
-    return math.prod(a.shape[1:]) <= _UNROLLED_CHECK
+    """Whether a batch's leaf (members first) runs as columns (``to_columns``): one of
+    1 to 16 entries a member (an empty leaf has no columns to stack back)."""
+    return 0 < math.prod(a.shape[1:]) <= _UNROLLED_CHECK
 
 
 def to_columns(x):

@@ -199,8 +199,8 @@ class Integrator(abc.ABC):
     # A batch's loop on a GPU carries the state as columns (``integrate.tracked_step``):
     # True for the maps measured faster so on one H100 (``benchmarks/loop_variants.py``).
     # Measured and left False (2026-11-26, integrate, body-steps/s, float64 / float32):
-    # RK4 10⁶ Euler tops 6.5e9 / 1.5e10 either way (its stages' (B, 3) stacks stay
-    # kernels of their own); the implicit midpoint, the discrete Lagrangian map within
+    # RK4 10⁶ Euler tops 6.5e9 -> 4.2e9 / 1.5e10 either way (its stages' (B, 3) stacks
+    # stay kernels of their own); the implicit midpoint, the discrete Lagrangian map within
     # ±3 %; the LGVI of one body 3.2e8 either way / 8.4e8 -> 7.6e8.
     batch_columns: ClassVar[bool] = False
 
