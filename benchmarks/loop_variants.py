@@ -12,9 +12,10 @@ last axis (structure of arrays: with the failure record, with a bool flag a memb
 nothing), with the state as columns (the freeze on the re-stacked state; without a
 failure record); the step without the failure record; `simulate` itself; the bare
 `lax.scan` of the closed-form step (three columns); RK4 in `integrate`, members last, as
-columns, without a record, and its bare scan.  Made for a GPU session (a dynamic loop's
-predicate is read back on the host every iteration there; the layout decides whether
-loads coalesce and whether a step updates its carry in place), it runs anywhere.
+columns, with every stage's sums on the columns (a candidate for `rk_step` on a GPU),
+without a record, and its bare scan.  Made for a GPU session (a dynamic loop's predicate
+is read back on the host every iteration there; the layout decides whether loads
+coalesce and whether a step updates its carry in place), it runs anywhere.
 A second table runs `integrate` on batches of Kahan's map, the discrete Lagrangian map,
 RK4, the implicit midpoint rule and the LGVI with the state as (B, n) arrays and as
 columns, forced either way (each map's `batch_columns` is read from it).
@@ -164,6 +165,37 @@ def rows(quick: bool, dtype: str, bodies: int | None):
         c = (tuple(x[:, i] for i in range(3)), jnp.asarray(0), jnp.full(B, -1))
         return jnp.stack(jax.lax.fori_loop(0, S, step, c)[0], axis=-1)
 
+    def rk4_stages_on_columns(x):
+        """RK4 (the tableau's sums in ``rk_step``'s order) with every stage's sums on the
+        columns: the vector field sees the stacked state and its result is split at once,
+        so each sum reads one column (a candidate for ``rk_step`` on a GPU)."""
+        field = jax.vmap(top.vector_field)
+        tab = rk4.tableau
+
+        def f(cols):
+            k = field(jnp.stack(cols, axis=-1))
+            return tuple(k[:, i] for i in range(3))
+
+        def step(_, c):
+            cols, k, fail = c
+            K = []
+            for _, deps in tab.stages():
+                xi = cols
+                for j, a in deps:
+                    xi = tuple(u + (h * a) * kj for u, kj in zip(xi, K[j], strict=True))
+                K.append(f(xi))
+            y = cols
+            for bi, ki in zip(tab.b, K, strict=True):
+                if bi != 0.0:
+                    y = tuple(u + (h * bi) * kj for u, kj in zip(y, ki, strict=True))
+            ok = jnp.isfinite(y[0]) & jnp.isfinite(y[1]) & jnp.isfinite(y[2])
+            fail = jnp.where((fail < 0) & ~ok, (k + 1) * 8 + 1, fail)
+            y = tuple(jnp.where(fail >= 0, u, v) for u, v in zip(cols, y, strict=True))
+            return y, k + 1, fail
+
+        c = (tuple(x[:, i] for i in range(3)), jnp.asarray(0), jnp.full(B, -1))
+        return jnp.stack(jax.lax.fori_loop(0, S, step, c)[0], axis=-1)
+
     def members_last_bare(x):  # the same layout, no failure record
         return jax.lax.fori_loop(0, S, lambda _, x: last(top, x, h)[0], x.T).T
 
@@ -206,6 +238,7 @@ def rows(quick: bool, dtype: str, bodies: int | None):
         ("RK4, members last (structure of arrays)", jax.jit(lambda x: members_last(x, rk4)),
          (x,)),
         ("RK4, the state as columns", jax.jit(lambda x: columns(x, rk4)), (x,)),
+        ("RK4, every stage's sums on the columns", jax.jit(rk4_stages_on_columns), (x,)),
         ("RK4, the step without a failure record", jax.jit(
             lambda x: jax.lax.fori_loop(0, S, lambda _, x: vrk4(top, x, h)[0], x)), (x,)),
         ("bare lax.scan, RK4 step", jax.jit(scan(lambda m: rk4_step(m, *a, h))), (x,)),
