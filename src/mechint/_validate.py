@@ -249,16 +249,16 @@ def rotation_tolerance(value) -> float:
     return max(1e-10, 64 * eps)
 
 
-def rotations(name: str, g0, n: int, batched: bool, batch: int, tol=None) -> np.ndarray:
+def rotations(name: str, g0, n: int, batched: bool, batch: int) -> np.ndarray:
     """g0 ∈ SO(n): one (n, n), or one per batch member (batch, n, n) when ``batched``;
-    a single one is repeated over the batch.  ``tol``: max |gᵀg − I| accepted (default
-    ``rotation_tolerance(g0)``)."""
+    a single one is repeated over the batch.  Orthogonal to ``rotation_tolerance(g0)``
+    (g0 as given: a float32 one to float32 round-off)."""
     g = real_array(name, g0)
     shape = (batch, n, n) if batched and g.ndim == 3 else (n, n)
     if g.shape != shape:
         raise InputError(name, f"expected an {n}x{n} rotation matrix, got shape {g.shape}")
     defect = float(np.max(np.abs(np.swapaxes(g, -1, -2) @ g - np.eye(n))))
-    if defect > (rotation_tolerance(g0) if tol is None else tol) or np.any(np.linalg.det(g) <= 0):
+    if defect > rotation_tolerance(g0) or np.any(np.linalg.det(g) <= 0):
         raise InputError(
             name,
             f"is not a rotation (max |gᵀg − I| = {defect:.2g}, det = "

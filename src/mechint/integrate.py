@@ -241,26 +241,30 @@ def run_saves(
 def _loop_saves(system, integrator, carry, h, save_every, length: int, batched, n_saves=None,
                 watching=None, t0=None):  # fmt: skip
     """``run_saves``' loop as it runs (see there)."""
-    one_step = tracked_step(system, integrator, h, batched)
+    # a batch's steps on the state's columns (see ``tracked_step``), converted around
+    # each segment; the state keeps its shapes, so ``like`` is the one at the start
+    columns = batched and not watching and integrator.batch_columns and _columns_in_loops()
+    like = carry[0] if columns else None
+    one_step = tracked_step(system, integrator, h, batched, columns_of=like)
     state = (lambda c: c[0]) if not watching else (lambda c: c[0][0])
     if watching:
         one_step = watched_step(one_step, watching, system, integrator, t0, h, batched)
 
-    def loop(step, c):
+    def loop(c):
         if isinstance(save_every, int) or not _blocks_for_traced_loops():
-            return jax.lax.fori_loop(0, save_every, step, c)
+            return jax.lax.fori_loop(0, save_every, one_step, c)
         # whole blocks of a static length, then the rest (the same steps in order)
         b = _TRACED_LOOP_BLOCK
-        c = jax.lax.fori_loop(0, save_every // b, lambda _, c: jax.lax.fori_loop(0, b, step, c), c)
-        return jax.lax.fori_loop(0, save_every % b, step, c)
+        c = jax.lax.fori_loop(
+            0, save_every // b, lambda _, c: jax.lax.fori_loop(0, b, one_step, c), c
+        )
+        return jax.lax.fori_loop(0, save_every % b, one_step, c)
 
     def segment(c):
-        if not (batched and not watching and integrator.batch_columns and _columns_in_loops()):
-            return loop(one_step, c)
-        x, *rest = c  # the steps on the state's columns (see ``tracked_step``)
-        by_columns = tracked_step(system, integrator, h, batched, columns_of=x)
-        cols, *rest = loop(by_columns, (to_columns(x), *rest))
-        return (from_columns(cols, x), *rest)
+        if not columns:
+            return loop(c)
+        x, *rest = loop((to_columns(c[0]), *c[1:]))
+        return (from_columns(x, like), *rest)
 
     def one_save(c, i):
         if n_saves is None:

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechint._pytree import register_pytree
-from mechint._validate import real_array, rotation_tolerance, rotations, traced
+from mechint._validate import real_array, rotations, traced
 from mechint.errors import InputError
 from mechint.lie import so3
 from mechint.systems.base import System, kahan_clock
@@ -117,10 +117,10 @@ class AttitudeKinematics(System):
             R, t, rounding = x
         else:
             R, t, rounding = x, None, None
-        tol = rotation_tolerance(R)  # of the given type (float32: coarser)
+        given = R  # checked as given: a float32 R to float32 round-off
         R = real_array(f"{name}[0] (R)" if t is not None else name, R)
         batched = R.ndim == 3
-        R = rotations(name, R, 3, batched, R.shape[0] if batched else 1, tol)
+        R = rotations(name, given, 3, batched, R.shape[0] if batched else 1)
         lead = R.shape[:1] if batched else ()
         if t is None:
             return (R, np.zeros(lead), np.zeros(lead)), batched

@@ -169,16 +169,16 @@ def _masses(mass, n: int) -> Any:
     return arr
 
 
-def rotation_matrices(name: str, value, n: int, lead: tuple[int, ...], tol=None) -> np.ndarray:
-    """Rotations of shape (*lead, n, 3, 3): orthogonal to round-off (``tol``, default
-    ``_validate.rotation_tolerance(value)``: 1e-10, or 64 ulps of a float32 input;
-    projected onto SO(3), removing it), det > 0; else ``InputError`` naming ``name``."""
+def rotation_matrices(name: str, value, n: int, lead: tuple[int, ...]) -> np.ndarray:
+    """Rotations of shape (*lead, n, 3, 3) from ``value`` as given: orthogonal to round-off
+    (``_validate.rotation_tolerance``: 1e-10, or 64 ulps of a float32 input; projected
+    onto SO(3), removing it), det > 0; else ``InputError`` naming ``name``."""
     R = real_array(name, value)
     if R.shape != (*lead, n, 3, 3):
         raise InputError(name, f"expected shape {(*lead, n, 3, 3)}, got {R.shape}")
     defect = np.max(np.abs(np.swapaxes(R, -1, -2) @ R - np.eye(3)), initial=0.0)
     det = np.linalg.det(R)
-    if defect > (rotation_tolerance(value) if tol is None else tol) or np.any(det <= 0):
+    if defect > rotation_tolerance(value) or np.any(det <= 0):
         raise InputError(
             name,
             f"is not a set of rotations (max |RᵀR − 1| = {defect:.2g}, smallest det = "
@@ -760,8 +760,8 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
             want = (*lead, n, 3, 3) if f == "R" else (*lead, n, 3)
             if arrays[f].shape != want:
                 raise InputError(f"{name} ({f})", f"expected shape {want}, got {arrays[f].shape}")
-        tol = rotation_tolerance(x[names.index("R")])  # of the given type (float32: coarser)
-        arrays["R"] = rotation_matrices(f"{name} (R)", arrays["R"], n, lead, tol)
+        given = x[names.index("R")]  # as given: a float32 R to float32 round-off
+        arrays["R"] = rotation_matrices(f"{name} (R)", given, n, lead)
         state = tuple(arrays[f] for f in names)
         if self.time_dependent:  # (t, e): given, or 0 (the time then takes the run's t0)
             if clock is None:
