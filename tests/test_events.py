@@ -194,9 +194,20 @@ def test_save_at_equals_runs_that_stop_at_those_times():
         err = max(float(np.max(np.abs(np.asarray(a[-1]) - np.asarray(b[i]))))
                   for a, b in zip(ref.x, sol.x, strict=True))  # fmt: skip
         assert err < 8e-15, (T, err)
+    plain = mi.simulate(HH, SS10, X0, 0.01, 1000, save_at=times, chunk_steps=300,
+                        compensated=False)  # fmt: skip
+    assert plain.save_every == 0 and np.array_equal(plain.t, times)
+    assert np.array_equal(plain.x[0], np.asarray(sol.x[0]))
+    # compensated (the default at order 10): the states at the times, as integrate gives
+    # them for the Compensated map (p to an ulp: the partial step is another program's
+    # arithmetic, 1e-19 apart in the tests' compile settings), and the corrections
     traj = mi.simulate(HH, SS10, X0, 0.01, 1000, save_at=times, chunk_steps=300)
-    assert traj.save_every == 0 and np.array_equal(traj.t, times)
-    assert np.array_equal(traj.x[0], np.asarray(sol.x[0]))
+    comp = mi.integrate(HH, I.Compensated(SS10), X0, 0.01, 1000, save_at=times)
+    assert isinstance(traj.integrator, I.Compensated) and traj.compensation is not None
+    assert np.asarray(traj.x[1]).shape == (len(times), 2)
+    assert np.array_equal(traj.x[0], np.asarray(comp.x[0]))
+    np.testing.assert_allclose(traj.x[1], comp.x[1], rtol=4.5e-16, atol=0)  # 2 ulp
+    assert 0 < np.abs(np.asarray(traj.compensation[0])).max() < 1e-16  # an ulp's fraction
     # the time's derivative: d x(T)/dh is O(h^10) for a fixed T between steps
     g = jax.grad(lambda h: mi.integrate(HH, SS10, X0, h, 100, save_at=[0.505]).x[0][0, 0])(0.01)
     assert abs(float(g)) < 1e-11
@@ -329,3 +340,19 @@ def test_terminal_steps_keep_what_happened_before_the_end():
     later = Event(lambda t, x: t - 1.9, direction=1, terminal=True, name="later")
     sol = mi.integrate(HO, Rotation(), x0, 0.5, 10, events=[end, later])
     assert int(sol.events["end"].count) == 1 and int(sol.events["later"].count) == 0
+
+
+def test_save_at_keeps_the_wrappers_parts():
+    """The attitude carried along (and a compensated run's correction) at the save times:
+    the states at a step's time equal the regular samples there, bit for bit (before,
+    the wrappers were peeled twice and the run returned the wrong arrays)."""
+    top = S.EulerTop((1.0, 1.5, 2.0))
+    m0 = np.array([0.45, 0.0, 0.89])
+    dl = I.DiscreteLagrangian()
+    at = mi.simulate(top, dl, m0, 0.01, 100, orientation=np.eye(3), save_at=[0.5, 0.733])
+    regular = mi.simulate(top, dl, m0, 0.01, 50, 50, orientation=np.eye(3))
+    assert np.shape(at.x) == (2, 3) and np.shape(at.orientation) == (2, 3, 3)
+    assert np.array_equal(at.x[0], regular.x[-1])
+    assert np.array_equal(at.orientation[0], regular.orientation[-1])
+    R = np.asarray(at.orientation[1])
+    assert np.abs(R.T @ R - np.eye(3)).max() < 1e-14 and np.all(np.isfinite(at.x))

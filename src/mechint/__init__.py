@@ -1,11 +1,17 @@
 """mechint: mechanical integrators that keep the geometry of mechanics.
 
-Importing mechint enables float64 in JAX (``jax_enable_x64``).
+Importing mechint enables float64 in JAX (``jax_enable_x64``), and passes
+``MECHINT_SMALL_LOOP_BYTES``, where set, to XLA's CPU backend (``_xla``: step loops of
+small systems compiled as one function, several times faster for implicit maps and
+splittings, at the cost of batch = one by one bit for bit).
 """
 
 import jax
 
+from mechint import _xla
+
 jax.config.update("jax_enable_x64", True)
+_xla.set_small_loops()
 
 from mechint import diagnostics, exact, integrators, lie, maps, solvers, systems  # noqa: E402
 from mechint._version import __version__  # noqa: E402

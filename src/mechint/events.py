@@ -409,12 +409,14 @@ def check_save_at(save_at, t0, h, steps: int, dtype: str, parameter: str = "save
 
 
 def saved_at(system, integrator: Integrator, h, tau, watch: Watch, ends, end_tau, batched: bool,
-             steps: int):  # fmt: skip
+             steps: int, whole: bool = False):  # fmt: skip
     """The states at the save times: x_{K_j} itself where τ_j = 0 (T_j = t_{K_j}), else
     the map's partial step Φ_τ(x_{K_j}) (``tau``: the τ_j of ``save_steps``); NaN where
     that state or step is not a result (a member failed or ended before it: ``ends``,
     ``stopped_steps``; a time in the step where a terminal event ended the run counts up
-    to the crossing's |τ|, ``end_tau``) or the time was never reached (out of order)."""
+    to the crossing's |τ|, ``end_tau``) or the time was never reached (out of order).
+    The base map's states, or with ``whole`` the wrappers' parts too (``simulate``
+    returns them: a compensated run's correction, the attitude carried along)."""
     at = watch.at
     real = jax.tree.leaves(at.xs)[0].dtype
     tau = jnp.asarray(tau, real)
@@ -429,7 +431,9 @@ def saved_at(system, integrator: Integrator, h, tau, watch: Watch, ends, end_tau
     over = jax.vmap(one, in_axes=(0, 0))
     if batched:
         over = jax.vmap(over, in_axes=(0, None))
-    x = unwrap_all(integrator, over(at.xs, tau))[0]
+    x = over(at.xs, tau)
+    if not whole:
+        x = unwrap_all(integrator, x)[0]
     reach = at.steps + (tau != 0).astype(at.steps.dtype)  # steps a result at T_j needs
     end = jnp.where(ends >= 0, ends, jnp.iinfo(jnp.int64).max)
     # a time inside the run (traced times are not checked before), reached in order

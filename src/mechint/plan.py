@@ -117,7 +117,7 @@ def make_plan(
     t0=0.0,
     dtype="float64",
     orientation=None,
-    compensated: bool = False,
+    compensated: bool | None = None,
     compensation=None,
     step0: int = 0,
     events=None,
@@ -163,8 +163,14 @@ def _make_plan(system, integrator, x0, h, steps, save_every, t0, dtype, orientat
     t0 = float(_validate.real_array("t0", t0, ()))
     x0_np = system.starting_state(x0_np, t0)
     dtype = _validate.real_dtype(dtype)
-    if compensation is not None and not compensated:
-        raise InputError("compensation", "a starting correction needs compensated=True")
+    if compensated not in (None, True, False):
+        raise InputError("compensated", f"must be True, False or None (automatic), got "
+                         f"{compensated!r}")  # fmt: skip
+    if compensation is not None and compensated is False:
+        raise InputError("compensation", "a starting correction needs a compensated run",
+                         "compensated=True, or None")  # fmt: skip
+    if compensated is None:  # automatic: the map's choice, or a correction to continue
+        compensated = compensation is not None or integrator.compensated_by_default(system)
     batch = jax.tree.leaves(x0_np)[0].shape[0] if batched else 1
     x0_np = start_all(integrator, system, x0_np, batched, batch)  # a wrapper given as the map
     if compensated and "clock" in unwrap_all(integrator, x0_np)[1]:

@@ -126,7 +126,8 @@ def _locate(system, integrator, h, t0, watch, *, events, batched):
 
 @partial(jax.jit, static_argnames=("integrator", "batched", "steps"))
 def _saved_at(system, integrator, h, tau, watch, ends, end_tau, *, batched, steps):
-    return saved_at(system, integrator, h, tau, watch, ends, end_tau, batched, steps)
+    # the wrappers' parts too: ``_trajectory`` peels them, as from the samples
+    return saved_at(system, integrator, h, tau, watch, ends, end_tau, batched, steps, whole=True)
 
 
 def _plan(n_saves: int, save_every: int, batch: int, chunk: int = _CHUNK_BODY_STEPS) -> int:
@@ -184,7 +185,7 @@ def simulate(
     dtype: str = "float64",
     throw: bool = True,
     keep: bool = True,
-    compensated: bool = False,
+    compensated: bool | None = None,
     compensation=None,
     interrupt=None,
     step0: int = 0,
@@ -222,8 +223,12 @@ def simulate(
     compensated
         Add each step's increment with Kahan–Babuška summation (``integrators.Compensated``;
         Hairer's GNI codes): round-off grows like √N instead of N ulp over N steps for
-        maps that form their increment directly (the implicit midpoint rule).  The
-        correction at every saved sample is ``Trajectory.compensation``.
+        maps that form their increment directly (the implicit midpoint rule, Störmer–Verlet
+        on a separable H, their compositions, the Lie group maps).  None (the default):
+        the map's choice, ``integrator.compensated_by_default(system)``: on for those of
+        order 8 or more (the high-order compositions), off otherwise, and on when ``compensation``
+        is given.  The correction at every saved sample is ``Trajectory.compensation``;
+        ``Trajectory.integrator`` is then ``Compensated(...)``.
     compensation
         The correction to start from (default zero): a resumed compensated run passes
         the last one saved, and continues bit for bit.

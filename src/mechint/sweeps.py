@@ -439,6 +439,10 @@ def _assemble(exp: Experiment, results):
     coords = {
         "integrator": ("integrator", [integrator_label(spec) for spec in exp.integrators],
                        {"long_name": "integrator"}),
+        "compensated": ("integrator", np.array([
+            _make_integrator(spec, first).compensated_by_default(first)
+            for spec in exp.integrators], dtype=bool),
+            {"long_name": "increments added by compensated summation (the map's default)"}),
         "h": ("h", np.asarray(exp.h, dtype=float), {"long_name": "time step", "units": "1"}),
         "sample": ("sample", np.arange(count), {"long_name": "initial state (batch member)"}),
         "save": ("save", np.arange(n_saves), {"long_name": "saved sample"}),

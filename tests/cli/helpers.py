@@ -20,7 +20,10 @@ def killed_run(out, system, integrator, x0, h, steps, save_every, done, chunk, *
     import mechint as mi
     from mechint.runfile import RunFile
 
-    recorded = mi.integrators.Compensated(integrator) if kw.get("compensated") else integrator
+    compensated = kw.get("compensated")
+    if compensated is None:  # the map's choice, as the run makes it
+        compensated = integrator.compensated_by_default(system)
+    recorded = mi.integrators.Compensated(integrator) if compensated else integrator
     writer = RunFile(out, system, recorded, h, save_every, steps, "float64", every=0.0)
     mi.simulate(system, integrator, x0, h, done, save_every, keep=False,
                 on_chunk=writer.append, chunk_steps=chunk, **kw)  # fmt: skip

@@ -291,6 +291,15 @@ def test_run_kepler_composition_matches_the_library(tmp_path, capsys):
     with xr.open_dataset(out, engine="h5netcdf") as ds:
         assert np.array_equal(ds["q"].values, ref.x[0])
         assert np.array_equal(ds["p"].values, ref.x[1])
+        assert "q_compensation" in ds.variables  # compensated by default at order 8
+    # --no-compensated: the plain sums, as the library's compensated=False
+    code, _, err = _run([*argv, "--out", str(out), "--overwrite", "--no-compensated"], capsys)
+    assert code == 0, err
+    plain = mi.simulate(kepler, integrator, kepler.periapsis_state(0.5), 0.05, 400, 100,
+                        compensated=False)  # fmt: skip
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert np.array_equal(ds["q"].values, plain.x[0])
+        assert "q_compensation" not in ds.variables
 
 
 @pytest.mark.parametrize(

@@ -80,3 +80,47 @@ def test_compensated_composition_keeps_the_angular_momentum_to_round_off():
     assert errs[False]["L"] > 1e-14
     assert errs[True]["L"] < 2e-15 and errs[True]["L"] < errs[False]["L"] / 20
     assert abs(errs[True]["H"] - errs[False]["H"]) < 0.01 * errs[False]["H"]
+
+
+def test_the_default_compensates_where_the_map_forms_its_increment_at_order_8():
+    """``compensated=None``: on for maps that form their increment and are of order 8 or
+    more (the high-order compositions of Verlet and of the midpoint rule), off for the
+    others (order below 8, an increment by subtraction, a state that carries its clock),
+    and on when a starting correction is given; the default run is the compensated run,
+    bit for bit, and compensated=False the plain one."""
+    I, S = mi.integrators, mi.systems
+    top = S.EulerTop((2.0, 1.0, 0.6667))
+    forced = S.Forced(KEPLER, lambda t, x: 0.01 * x[0])
+    kl8 = I.Composition(I.StormerVerlet(), "kahan-li8")
+    expected = {
+        (kl8, KEPLER): True,
+        (I.Composition(I.StormerVerlet(), "sofroniou-spaletta10"), KEPLER): True,
+        (I.Composition(I.ImplicitMidpoint(), "kahan-li8"), top): True,
+        (I.Composition(I.ImplicitMidpoint(), "kahan-li8"), forced): False,  # its clock
+        (I.Composition(I.StormerVerlet(), "kahan-li6"), KEPLER): False,  # order 6
+        (I.Composition(I.Kahan(), "kahan-li8"), top): False,  # increment by subtraction
+        (I.StormerVerlet(), KEPLER): False,
+        (I.ImplicitMidpoint(), top): False,
+        (I.RK4(), KEPLER): False,
+        (I.Compensated(kl8), KEPLER): False,  # wrapped already
+    }
+    for (integ, system), want in expected.items():
+        assert integ.compensated_by_default(system) is want, (integ, system)
+    x0 = KEPLER.periapsis_state(0.5)
+    auto = mi.simulate(KEPLER, kl8, x0, 0.05, 200, 50)
+    on = mi.simulate(KEPLER, kl8, x0, 0.05, 200, 50, compensated=True)
+    off = mi.simulate(KEPLER, kl8, x0, 0.05, 200, 50, compensated=False)
+    assert isinstance(auto.integrator, I.Compensated) and auto.compensation is not None
+    assert off.integrator == kl8 and off.compensation is None
+    for a, b, c in zip(jax.tree.leaves(auto.x), jax.tree.leaves(on.x), jax.tree.leaves(off.x),
+                       strict=True):  # fmt: skip
+        np.testing.assert_array_equal(a, b)
+        assert 0 < np.abs(a - c).max() < 1e-12  # round-off apart
+    # a correction given continues a compensated run, whatever the map's default
+    rk4 = mi.simulate(OSC, I.RK4(), X0, 0.1, 10, 10, compensation=(np.zeros(1), np.zeros(1)))
+    assert isinstance(rk4.integrator, I.Compensated)
+    with pytest.raises(mi.InputError, match="compensation"):
+        mi.simulate(OSC, I.RK4(), X0, 0.1, 10, compensated=False,
+                    compensation=(np.zeros(1), np.zeros(1)))  # fmt: skip
+    with pytest.raises(mi.InputError, match="compensated: must be True, False or None"):
+        mi.simulate(OSC, I.RK4(), X0, 0.1, 10, compensated="yes")  # pyright: ignore[reportArgumentType]

@@ -57,9 +57,11 @@ def add_parser(sub) -> None:
     p.add_argument("--dtype", default="float64", help="float64 (default) or float32")
     p.add_argument(
         "--compensated",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="add each step's increment by Kahan–Babuška summation (round-off ~√N, not N, "
-        "ulp over N steps for maps that form the increment, e.g. midpoint)",
+        "ulp over N steps for maps that form the increment, e.g. midpoint); default: on "
+        "for those of order >= 8 (high-order compositions), off otherwise",
     )
     p.add_argument(
         "--resume",

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechint._compiled import compiled
+from mechint.maps import innermost
 
 
 def _errors(values: dict, relative: bool) -> dict[str, np.ndarray]:
@@ -52,9 +53,10 @@ def _preserved64(integrator, system, x, h) -> dict:
 
 def preserved_errors(trajectory, *, relative: bool = True) -> dict[str, np.ndarray]:
     """The same for the quantities the run's integrator claims to keep exactly (e.g. the
-    Kahan integrals K_k at the run's h)."""
+    Kahan integrals K_k at the run's h).  A compensated run's map keeps what its base
+    keeps, on the trajectory's states (x without the correction)."""
     values = compiled(
         _preserved64, trajectory.system, trajectory.x, trajectory.h,
-        static=(trajectory.integrator,),
+        static=(innermost(trajectory.integrator),),
     )  # fmt: skip
     return _errors(values, relative)

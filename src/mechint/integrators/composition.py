@@ -99,6 +99,9 @@ class Composition(Integrator):
         """The sum of the stages' increments, each formed by the base map."""
         return stages.advance_increment(system, x, h, [(self.base, g) for g in self.gamma])
 
+    def forms_increment(self, system) -> bool:
+        return self.base.forms_increment(system)
+
     def preserved(self, system, x, h) -> dict:
         kept = self.base.preserved(system, x, h)
         own = system.invariants(x)

@@ -57,5 +57,8 @@ class ImplicitMidpoint(ImplicitIntegrator):
         d, st = self.solver.solve(_increment_residual, guess, (system, x, h))
         return d, status(st.converged, st.residual, Reason.NOT_CONVERGED)
 
+    def forms_increment(self, system) -> bool:
+        return True
+
     def preserved(self, system, x, h) -> dict:
         return kept(system, system.quadratic_invariants, x)

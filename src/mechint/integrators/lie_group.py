@@ -188,6 +188,9 @@ class LieGroupMap(Integrator):
         y, d = advance(system, self.exponents(system, x, h), x)
         return d, ok_status(y)
 
+    def forms_increment(self, system) -> bool:
+        return True
+
     def exponents(self, system, x, h) -> list:
         """The exponent(s) of the step, in the order they act on x."""
         raise NotImplementedError

@@ -80,5 +80,8 @@ class StormerVerlet(ImplicitIntegrator):
         d = (dq, kick1 + kick2)
         return d, ok_status((q + dq, p + d[1]))
 
+    def forms_increment(self, system) -> bool:
+        return isinstance(system, Separable)
+
     def preserved(self, system, x, h) -> dict:
         return kept(system, forced.kept_momenta(system), x)

@@ -173,6 +173,11 @@ class System(abc.ABC):
         steps are taken, whatever the map computed for it."""
         return x_new
 
+    @property
+    def carries_clock(self) -> bool:
+        """Whether the state carries its own time (``advance_clock`` overridden)."""
+        return type(self).advance_clock is not System.advance_clock
+
     def starting_state(self, x, t0) -> Any:
         """The validated state ``x`` of a run that starts at time ``t0``: a system that
         carries its own clock in the state (``Forced``) sets it there; the others
