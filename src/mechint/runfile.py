@@ -388,11 +388,16 @@ class RunFile:
         again = "run it again without --resume (--overwrite)"
         for key, value in record.items():
             if not io.same_attr(attrs.get(key), value):
+                fix = "give the same options as the interrupted run"
+                if key == "integrator" and "Compensated" in (attrs.get(key), value):
+                    flag = "--compensated" if attrs.get(key) == "Compensated" else (
+                        "--no-compensated")  # fmt: skip
+                    fix += f": {flag} (the file's sums)"
                 raise InputError(
                     parameter,
                     f"{name} was written by another run ({key} = {attrs.get(key)!r}, "
                     f"this run: {value!r})",
-                    "give the same options as the interrupted run",
+                    fix,
                 )
         try:
             resumed = RunFile.read(out, system)

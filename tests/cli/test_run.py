@@ -300,6 +300,9 @@ def test_run_kepler_composition_matches_the_library(tmp_path, capsys):
     with xr.open_dataset(out, engine="h5netcdf") as ds:
         assert np.array_equal(ds["q"].values, plain.x[0])
         assert "q_compensation" not in ds.variables
+    # resumed with the other sums: refused in one line naming the option that matches
+    code, _, err = _run([*argv, "--out", str(out), "--resume"], capsys)
+    assert code == 2 and "--no-compensated (the file's sums)" in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize(
