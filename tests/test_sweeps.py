@@ -76,6 +76,29 @@ def test_sweep_equals_direct_runs(embedded):
         embedded["time"].sel(h=0.02).values, 0.02 * 50 * np.arange(5), rtol=0, atol=0
     )
     assert np.all(embedded["failed_step"].values == -1)
+    assert embedded["compensated"].values.tolist() == [False, False]  # neither forms d
+
+
+def test_the_sums_are_each_maps_default_or_the_experiments_and_recorded():
+    """A composition of order 8 on Kepler sums compensated by default, plainly with
+    ``compensated = false``: equal to ``simulate``'s runs bit for bit, the dataset's
+    ``compensated`` coordinate saying which, and the experiment's key changing with it (a
+    partial sweep is not resumed with the other sums)."""
+    kepler = mi.systems.Kepler()
+    q0, p0 = kepler.periapsis_state(0.5)
+    doc = {"steps": 100, "h": 0.05, "integrators": [{"name": "composition",
+           "scheme": "kahan-li8"}], "system": {"name": "kepler"},
+           "initial": {"q": [q0.tolist()], "p": [p0.tolist()]}}  # fmt: skip
+    kl8 = mi.integrators.Composition(mi.integrators.StormerVerlet(), "kahan-li8")
+    keys = set()
+    for given, want in ((None, True), (False, False)):
+        exp = doc if given is None else {**doc, "compensated": given}
+        ds = sweeps.sweep(exp)
+        ref = mi.simulate(kepler, kl8, (q0[None], p0[None]), 0.05, 100, 100, compensated=given)
+        assert ds["compensated"].values.tolist() == [want]
+        assert np.array_equal(ds["q"].values[0, 0, 0], ref.x[0][0])
+        keys.add(sweeps.experiment_key(sweeps.load(exp)))
+    assert len(keys) == 2
 
 
 def test_random_sample_lies_on_the_casimir_level_set(embedded):
@@ -146,6 +169,7 @@ def test_cli_sweep_writes_the_dataset(tmp_path, capsys, embedded):
         ({"integrators": ["leapfrog"]}, "integrators"),
         ({"save_every": 7}, "save_every"),
         ({"system": {"name": "pendulum"}, "initial": {"random": {"count": 2}}}, "not defined"),
+        ({"compensated": "yes"}, "compensated: must be true or false"),
     ],
 )
 def test_bad_experiments_name_the_key(change, needle):

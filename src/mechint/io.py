@@ -34,7 +34,9 @@ def _leaves(traj):
 
 def integrator_settings(integrator) -> str:
     """Every setting of ``integrator`` (its dataclass fields, nested) as JSON: what a
-    resumed run must match besides the class (order, variant, scheme, solver tolerances)."""
+    resumed run must match besides the class (order, variant, scheme, solver tolerances).
+    A map inside it (a composition's base, the map a wrapper runs) is named by its class
+    too (``"class"``): Störmer–Verlet and the midpoint rule have the same fields."""
     settings = _plain(integrator) if dataclasses.is_dataclass(integrator) else {}
     return json.dumps(settings, sort_keys=True, default=str)  # Decimal coefficients as written
 
@@ -208,9 +210,14 @@ def _python(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _plain(value):
+def _plain(value, top: bool = True):
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        out = {f.name: _plain(getattr(value, f.name), False) for f in dataclasses.fields(value)}
+        from mechint.maps import Integrator
+
+        if isinstance(value, Integrator) and not top:  # the outer class is ``integrator``
+            out["class"] = type(value).__name__
+        return out
     if isinstance(value, np.ndarray | jax.Array):
         return np.asarray(value).tolist()
     return value

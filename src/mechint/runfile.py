@@ -389,9 +389,8 @@ class RunFile:
         for key, value in record.items():
             if not io.same_attr(attrs.get(key), value):
                 fix = "give the same options as the interrupted run"
-                if key == "integrator" and "Compensated" in (attrs.get(key), value):
-                    flag = "--compensated" if attrs.get(key) == "Compensated" else (
-                        "--no-compensated")  # fmt: skip
+                flag = _sums_differ(attrs, record) if key == "integrator" else None
+                if flag is not None:
                     fix += f": {flag} (the file's sums)"
                 raise InputError(
                     parameter,
@@ -601,3 +600,23 @@ def _write_csv(tmp: Path, attrs: dict, sources: _Sources, batched: bool, system)
                 for line in sources.csv_old_rows():
                     fh.write(line)
             io.write_csv_rows(fh, io.csv_block(t, rest, invariants, batched))
+
+
+def _sums_differ(attrs: dict, record: dict) -> str | None:
+    """The option that makes this run's record the file's (``--compensated`` or
+    ``--no-compensated``) when the two differ by the compensated sums alone, else None."""
+    import json
+
+    try:
+        theirs, ours = (json.loads(str(r.get("integrator_settings"))) for r in (attrs, record))
+    except ValueError:
+        return None
+
+    def wrapped(outer: dict, inner: dict, name) -> bool:  # Compensated(inner) == outer
+        return outer == {"base": {**inner, "class": name}}
+
+    if attrs.get("integrator") == "Compensated" and wrapped(theirs, ours, record["integrator"]):
+        return "--compensated"
+    if record["integrator"] == "Compensated" and wrapped(ours, theirs, attrs.get("integrator")):
+        return "--no-compensated"
+    return None

@@ -25,7 +25,10 @@ An experiment (a TOML file, or the same as a dict)::
 The random sample is the system's own (``LevelSetSampler``): for the rigid bodies on
 so(n), Q·x·Qᵀ (and Qp) for Haar-random Q ∈ SO(n) around the one explicit state given, so
 every Casimir is the same.  An integrator is a name, or a table with its ``name`` and
-settings (the same table as the CLI's options, ``integrators.SETTINGS``).
+settings (the same table as the CLI's options, ``integrators.SETTINGS``).  Optional:
+``compensated = true / false`` (as ``simulate``'s; left out, each map's default: on at
+order >= 8 for maps that form their increment), recorded as the output's ``compensated``
+coordinate along ``integrator``; ``dtype``; ``max_batch``.
 
 Each (grid point, integrator, h, batch of at most ``max_batch`` states) is one task,
 a pure function of plain data: run in a loop here, or mapped over a Dask cluster
@@ -57,7 +60,8 @@ from mechint.systems.base import LevelSetSampler
 
 # the largest experiment file read (a TOML text, not data)
 _LARGEST_EXPERIMENT = 1 << 24
-_TOP_KEYS = {"steps", "save_every", "h", "integrators", "system", "initial", "max_batch", "dtype"}
+_TOP_KEYS = {"steps", "save_every", "h", "integrators", "system", "initial", "max_batch", "dtype",
+             "compensated"}  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +76,7 @@ class Experiment:
     initial: object  # a tuple of arrays (one per state field, leading sample axis)
     max_batch: int = 100_000
     dtype: str = "float64"
+    compensated: bool | None = None  # as simulate's: None, each map's default
 
 
 def load(source) -> Experiment:
@@ -119,6 +124,7 @@ def load(source) -> Experiment:
         save_every=save_every, initial=None,
         max_batch=_validate.count("max_batch", doc.get("max_batch", 100_000)),
         dtype=doc.get("dtype", "float64"),
+        compensated=_compensated(doc.get("compensated")),
     )  # fmt: skip
     _validate.real_dtype(exp.dtype)
     first = _build(cls, exp, _grid_points(exp)[0])
@@ -131,6 +137,14 @@ def load(source) -> Experiment:
                                members="initial.random.count")  # fmt: skip
 
     return dataclasses.replace(exp, initial=_initial(first, doc["initial"], fits))
+
+
+def _compensated(value) -> bool | None:
+    """The experiment's ``compensated`` (true, false, or absent: each map's default)."""
+    if value is None or isinstance(value, bool):
+        return value
+    raise InputError("compensated", f"must be true or false, got {value!r}",
+                     "or leave it out: each map's default (on at order >= 8)")  # fmt: skip
 
 
 def _integrator_spec(spec):
@@ -212,7 +226,7 @@ def _initial(system, spec: dict, fits=None):
 
 def tasks(exp: Experiment) -> list[tuple]:
     """Plain-data tasks (index, system name, parameters, integrator, h, steps, save_every,
-    states, dtype): one per grid point × integrator × h × batch of states."""
+    states, dtype, compensated): one per grid point × integrator × h × batch of states."""
     count = jax.tree.leaves(exp.initial)[0].shape[0]
     out = []
     for gi, point in enumerate(_grid_points(exp)):
@@ -224,17 +238,17 @@ def tasks(exp: Experiment) -> list[tuple]:
                     params = {**exp.fixed, **point}
                     index = (gi, ii, hi, start)
                     task = (index, exp.system, params, integ, h, exp.steps, exp.save_every)
-                    out.append((*task, x, exp.dtype))
+                    out.append((*task, x, exp.dtype, exp.compensated))
     return out
 
 
 def run_task(task):
     """Run one task; returns (index, saved states, per state: failed step (−1: none),
     residual, reason code).  Every healthy member runs to the end."""
-    index, name, params, spec, h, steps, every, x, dtype = task
+    index, name, params, spec, h, steps, every, x, dtype, compensated = task
     system = systems.get(name)(**params)
     traj = simulate(system, _make_integrator(spec, system), x, h, steps, every, dtype=dtype,
-                    throw=False)  # fmt: skip
+                    throw=False, compensated=compensated)  # fmt: skip
     codes = np.asarray(traj.reason_code, dtype=np.int8)
     return index, traj.x, (np.asarray(traj.failed_step), np.asarray(traj.residual), codes)
 
@@ -314,7 +328,7 @@ def finished_results(exp: Experiment, ds, work) -> list:
     grid_shape = [len(v) for v in exp.grid.values()]
     done = np.asarray(ds["task_done"].values)
     out = []
-    for index, *_rest, x, _dtype in work:
+    for index, *_rest, x, _dtype, _compensated in work:
         gi, ii, hi, start = index
         g = np.unravel_index(gi, grid_shape) if grid_shape else ()
         stop = start + jax.tree.leaves(x)[0].shape[0]
@@ -441,8 +455,9 @@ def _assemble(exp: Experiment, results):
                        {"long_name": "integrator"}),
         "compensated": ("integrator", np.array([
             _make_integrator(spec, first).compensated_by_default(first)
+            if exp.compensated is None else exp.compensated
             for spec in exp.integrators], dtype=bool),
-            {"long_name": "increments added by compensated summation (the map's default)"}),
+            {"long_name": "increments added by compensated summation"}),
         "h": ("h", np.asarray(exp.h, dtype=float), {"long_name": "time step", "units": "1"}),
         "sample": ("sample", np.arange(count), {"long_name": "initial state (batch member)"}),
         "save": ("save", np.arange(n_saves), {"long_name": "saved sample"}),

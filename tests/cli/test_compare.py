@@ -41,6 +41,10 @@ def test_compare_library_matches_direct_runs():
     direct = np.max(np.abs(np.concatenate([traj.x[0][-1], traj.x[1][-1]]) - exact))
     assert result.error_at_T[0] == pytest.approx(direct, rel=1e-12)
     assert result.max_invariant_errors[0]["L"] < 1e-13
+    kl8 = mi.integrators.Composition(sv, "kahan-li8")
+    names = [mi.diagnostics.compare(kepler, [kl8], x0, 0.05, 1.0, compensated=c).names[0]
+             for c in (None, False)]  # fmt: skip
+    assert names == ["composition (compensated)", "composition"]
 
 
 def test_compare_without_exact_solution_uses_dop853(tmp_path, capsys):
@@ -51,7 +55,9 @@ def test_compare_without_exact_solution_uses_dop853(tmp_path, capsys):
     )
     assert code == 0 and "reference: DOP853" in out
     rows = {r["integrator"]: r for r in json.loads(table.read_text())}
-    assert rows["composition"]["error at T"] < 1e-9 < rows["stormer-verlet"]["error at T"]
+    # Kahan-Li-8 of Verlet sums its increments compensated by default, and says so
+    comp = rows["composition (compensated)"]
+    assert comp["error at T"] < 1e-9 < rows["stormer-verlet"]["error at T"]
 
 
 @pytest.mark.parametrize(

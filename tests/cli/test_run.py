@@ -303,6 +303,10 @@ def test_run_kepler_composition_matches_the_library(tmp_path, capsys):
     # resumed with the other sums: refused in one line naming the option that matches
     code, _, err = _run([*argv, "--out", str(out), "--resume"], capsys)
     assert code == 2 and "--no-compensated (the file's sums)" in err and err.count("\n") == 1
+    # another base map with the same fields (midpoint for Verlet) is another run too
+    other = [*argv, "--out", str(out), "--resume", "--no-compensated", "--base", "midpoint"]
+    code, _, err = _run(other, capsys)
+    assert code == 2 and '"class": "StormerVerlet"' in err and "file's sums" not in err
 
 
 @pytest.mark.parametrize(

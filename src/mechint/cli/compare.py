@@ -29,6 +29,13 @@ def add_parser(sub) -> None:
     p.add_argument("--h", default="0.01", help="time step (default 0.01)")
     p.add_argument("--out", help="also write the figure (.png, .pdf or .svg)")
     p.add_argument("--table", help="also write the table (.csv or .json)")
+    p.add_argument(
+        "--compensated",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="compensated sums for every integrator (default: each map's choice, on for "
+        "those of order >= 8 that form their increment)",
+    )
     p.set_defaults(handler=handle)
 
 
@@ -57,7 +64,7 @@ def handle(args: argparse.Namespace) -> int:
     table_path = None
     if args.table:
         table_path = io.check_writable(args.table, "--table", {".csv": "csv", ".json": "json"})
-    result = compare(system, integrators, x0, h, T)
+    result = compare(system, integrators, x0, h, T, compensated=args.compensated)
     rows = result.table()
     _print(rows, result)
     if out is not None:

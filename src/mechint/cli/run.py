@@ -61,7 +61,8 @@ def add_parser(sub) -> None:
         default=None,
         help="add each step's increment by Kahan–Babuška summation (round-off ~√N, not N, "
         "ulp over N steps for maps that form the increment, e.g. midpoint); default: on "
-        "for those of order >= 8 (high-order compositions), off otherwise",
+        "for those of order >= 8 (compositions of Verlet on a separable H or of the "
+        "midpoint rule), off otherwise and on states that carry their clock",
     )
     p.add_argument(
         "--resume",

@@ -99,9 +99,12 @@ def dop853_path(system: System, x0, times):
     return unflatten(jnp.asarray(sol.y.T))
 
 
-def compare(system, integrators, x0, h: float, T: float, *, samples: int = 200) -> Comparison:
+def compare(system, integrators, x0, h: float, T: float, *, samples: int = 200,
+            compensated: bool | None = None) -> Comparison:  # fmt: skip
     """Run each integrator from x0 to T with step h (T/h whole), saving about ``samples``
-    states; measure the error at T against the reference and every invariant's error."""
+    states; measure the error at T against the reference and every invariant's error.
+    ``compensated``: as ``simulate``'s (None: each map's default); a compensated run is
+    named "<name> (compensated)"."""
     if isinstance(integrators, Integrator):
         integrators = [integrators]
     if not isinstance(integrators, list | tuple) or not integrators:
@@ -119,16 +122,17 @@ def compare(system, integrators, x0, h: float, T: float, *, samples: int = 200) 
     trajs, errors, maxes, walls = [], [], [], []
     for integrator in integrators:
         start = time.perf_counter()
-        traj = simulate(system, integrator, x0, h, steps, every)
+        traj = simulate(system, integrator, x0, h, steps, every, compensated=compensated)
         wall = time.perf_counter() - start
         if wall < 5.0:
             start = time.perf_counter()
-            traj = simulate(system, integrator, x0, h, steps, every)
+            traj = simulate(system, integrator, x0, h, steps, every, compensated=compensated)
             wall = time.perf_counter() - start
         last = jax.tree.map(lambda a: a[-1], traj.x)
         trajs.append(traj)
         errors.append(float(np.max(np.abs(flatten_state(system, last) - ref))))
         maxes.append({k: float(np.max(v)) for k, v in invariant_errors(system, traj).items()})
         walls.append(wall)
-    names = [i.name for i in integrators]
+    names = [i.name + (" (compensated)" if t.compensation is not None else "")
+             for i, t in zip(integrators, trajs, strict=True)]  # fmt: skip
     return Comparison(system, h, T, kind, names, trajs, errors, maxes, walls)
