@@ -15,6 +15,7 @@ import numpy as np
 
 from mechint._version import __version__
 from mechint.errors import InputError
+from mechint.maps import Integrator
 
 FORMATS = {".nc": "netcdf", ".csv": "csv"}
 
@@ -213,8 +214,6 @@ def _python(value):
 def _plain(value, top: bool = True):
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out = {f.name: _plain(getattr(value, f.name), False) for f in dataclasses.fields(value)}
-        from mechint.maps import Integrator
-
         if isinstance(value, Integrator) and not top:  # the outer class is ``integrator``
             out["class"] = type(value).__name__
         return out

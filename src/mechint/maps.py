@@ -247,7 +247,7 @@ class Integrator(abc.ABC):
         truncation error reaches round-off at steps a run affords (Kepler e = 0.5 over
         100 orbits: the median error floor 1.3e-10 plain, 1.8e-12 compensated), and the
         correction costs least beside the step's stages (Kepler, the cheapest force, one
-        trajectory: 0.63-0.76 of the plain speed at orders 8-10, 0.30-0.53 at orders 4-6;
+        trajectory: 0.62-0.75 of the plain speed at orders 8-10, 0.32-0.53 at orders 4-6;
         ``benchmarks/round_off.py``).  Not on a state that carries its clock:
         ``advance_clock`` keeps that one, outside the increment."""
         return (self.traits.order >= 8 and self.forms_increment(system)

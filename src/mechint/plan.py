@@ -148,6 +148,21 @@ def make_plan(
         raise
 
 
+def compensates(integrator: Integrator, system, compensated, compensation=None) -> bool:
+    """Whether a run adds its increments by compensated summation: ``compensated`` as
+    given (True, False), or None: the map's choice (``compensated_by_default``), and on
+    when a starting ``compensation`` is given."""
+    if compensated not in (None, True, False):
+        raise InputError("compensated", f"must be True, False or None (automatic), got "
+                         f"{compensated!r}")  # fmt: skip
+    if compensation is not None and compensated is False:
+        raise InputError("compensation", "a starting correction needs a compensated run",
+                         "compensated=True, or None")  # fmt: skip
+    if compensated is None:
+        return compensation is not None or integrator.compensated_by_default(system)
+    return bool(compensated)
+
+
 def _make_plan(system, integrator, x0, h, steps, save_every, t0, dtype, orientation,
                compensated, compensation) -> Plan:  # fmt: skip
     from mechint.integrators.compensated import Compensated
@@ -163,14 +178,7 @@ def _make_plan(system, integrator, x0, h, steps, save_every, t0, dtype, orientat
     t0 = float(_validate.real_array("t0", t0, ()))
     x0_np = system.starting_state(x0_np, t0)
     dtype = _validate.real_dtype(dtype)
-    if compensated not in (None, True, False):
-        raise InputError("compensated", f"must be True, False or None (automatic), got "
-                         f"{compensated!r}")  # fmt: skip
-    if compensation is not None and compensated is False:
-        raise InputError("compensation", "a starting correction needs a compensated run",
-                         "compensated=True, or None")  # fmt: skip
-    if compensated is None:  # automatic: the map's choice, or a correction to continue
-        compensated = compensation is not None or integrator.compensated_by_default(system)
+    compensated = compensates(integrator, system, compensated, compensation)
     batch = jax.tree.leaves(x0_np)[0].shape[0] if batched else 1
     x0_np = start_all(integrator, system, x0_np, batched, batch)  # a wrapper given as the map
     if compensated and "clock" in unwrap_all(integrator, x0_np)[1]:

@@ -605,8 +605,6 @@ def _write_csv(tmp: Path, attrs: dict, sources: _Sources, batched: bool, system)
 def _sums_differ(attrs: dict, record: dict) -> str | None:
     """The option that makes this run's record the file's (``--compensated`` or
     ``--no-compensated``) when the two differ by the compensated sums alone, else None."""
-    import json
-
     try:
         theirs, ours = (json.loads(str(r.get("integrator_settings"))) for r in (attrs, record))
     except ValueError:

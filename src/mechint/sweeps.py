@@ -55,6 +55,7 @@ from mechint import _validate, integrators, io, resources, systems
 from mechint._version import __version__
 from mechint.errors import InputError
 from mechint.maps import REASON_LABELS
+from mechint.plan import compensates
 from mechint.simulate import simulate
 from mechint.systems.base import LevelSetSampler
 
@@ -454,8 +455,7 @@ def _assemble(exp: Experiment, results):
         "integrator": ("integrator", [integrator_label(spec) for spec in exp.integrators],
                        {"long_name": "integrator"}),
         "compensated": ("integrator", np.array([
-            _make_integrator(spec, first).compensated_by_default(first)
-            if exp.compensated is None else exp.compensated
+            compensates(_make_integrator(spec, first), first, exp.compensated)
             for spec in exp.integrators], dtype=bool),
             {"long_name": "increments added by compensated summation"}),
         "h": ("h", np.asarray(exp.h, dtype=float), {"long_name": "time step", "units": "1"}),

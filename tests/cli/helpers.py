@@ -18,11 +18,10 @@ def killed_run(out, system, integrator, x0, h, steps, save_every, done, chunk, *
     steps: the file and its segments (checkpoints every ``chunk`` body-steps), the writer
     never closed.  ``kw`` goes to ``simulate`` (e.g. ``compensated=True``)."""
     import mechint as mi
+    from mechint.plan import compensates
     from mechint.runfile import RunFile
 
-    compensated = kw.get("compensated")
-    if compensated is None:  # the map's choice, as the run makes it
-        compensated = integrator.compensated_by_default(system)
+    compensated = compensates(integrator, system, kw.get("compensated"), kw.get("compensation"))
     recorded = mi.integrators.Compensated(integrator) if compensated else integrator
     writer = RunFile(out, system, recorded, h, save_every, steps, "float64", every=0.0)
     mi.simulate(system, integrator, x0, h, done, save_every, keep=False,
