@@ -245,7 +245,7 @@ class Integrator(abc.ABC):
         summation unless told otherwise (``simulate(compensated=None)``, ``mechint
         run``): where the map forms its increment and is of order 8 or more.  There the
         truncation error reaches round-off at steps a run affords (Kepler e = 0.5 over
-        100 orbits: the median error floor 1.3e-10 plain, 1.8e-12 compensated), and the
+        100 orbits: the median error floor 1.3e-10 plain, 1.1e-12 compensated), and the
         correction costs least beside the step's stages (Kepler, the cheapest force, one
         trajectory: 0.62-0.75 of the plain speed at orders 8-10, 0.32-0.53 at orders 4-6;
         ``benchmarks/round_off.py``).  Not on a state that carries its clock:
