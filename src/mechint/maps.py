@@ -358,14 +358,19 @@ def unwrap_all(integrator: Integrator, x) -> tuple[Any, dict[str, Any]]:
     return x, extras
 
 
+def wrappers(integrator: Integrator) -> list[Wrapper]:
+    """The wrappers around the map inside ``integrator``, outermost first."""
+    out = []
+    while isinstance(integrator, Wrapper):
+        out.append(integrator)
+        integrator = integrator.base
+    return out
+
+
 def start_all(integrator: Integrator, system, x0, batched: bool, batch: int):
     """``x0`` (a state of the base map) extended by every wrapper around it, innermost
     first, from each wrapper's default start: the state ``integrator`` advances."""
-    stack = []
-    while isinstance(integrator, Wrapper):
-        stack.append(integrator)
-        integrator = integrator.base
-    for wrapper in reversed(stack):
+    for wrapper in reversed(wrappers(integrator)):
         x0 = wrapper.wrap(x0, wrapper.start(system, x0, None, batched, batch))
     return x0
 

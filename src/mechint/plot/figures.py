@@ -7,7 +7,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from mechint.diagnostics import invariant_errors, preserved_errors
-from mechint.maps import Wrapper
+from mechint.maps import innermost, wrappers
 
 FIGURE_FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
 _FLOOR = 1e-17  # exact zeros drawn at this level on log axes
@@ -56,10 +56,9 @@ def trajectory_figure(traj, member: int = 0) -> Figure:
         ax_e.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     else:
         ax_e.text(0.5, 0.5, "no known invariants", ha="center", transform=ax_e.transAxes)
-    inner, wrappers = traj.integrator, []
-    while isinstance(inner, Wrapper):  # e.g. "Composition, compensated"
-        inner, wrappers = inner.base, [*wrappers, inner.name]
-    name = ", ".join([type(inner).__name__, *wrappers])
+    name = ", ".join(  # e.g. "Composition, compensated"
+        [type(innermost(traj.integrator)).__name__, *(w.name for w in wrappers(traj.integrator))]
+    )
     fig.suptitle(f"{traj.system!r} — {name}, h = {traj.h:g}, {traj.steps} steps")
     return fig
 
