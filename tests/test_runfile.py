@@ -241,24 +241,29 @@ def test_a_kill_at_any_operation_leaves_no_file_that_claims_more_than_it_holds(
     from mechint.cli import guard
 
     kahan = mi.integrators.Kahan()
-    steps, every = 3000, 10
+    steps, every = 1500, 10
     whole = mi.simulate(TOP, kahan, X0[0], 0.01, steps, every)
     whole.save(tmp_path / f"whole{suffix}")
     reference = (tmp_path / f"whole{suffix}").read_bytes().decode(errors="replace")
+
+    merges = []
 
     def attempt(at, folder):
         out = folder / f"run{suffix}"
         count = _kill_at(monkeypatch, at)
         try:
-            _stream(out, TOP, kahan, X0[0], 0.01, steps, every, 150)
+            merges[:] = _stream(out, TOP, kahan, X0[0], 0.01, steps, every, 150)[1]
         except _Killed:
             pass
         finally:
             monkeypatch.undo()
         return out, count[0]
 
+    # the whole run: ten chunks of 15 samples, merged into 16, 46, 106 and (at close)
+    # 151 samples: the first merge, two that double the file and the last one's rest,
+    # every kind of operation a kill below interrupts
     _, total = attempt(None, tmp_path)
-    assert total > 60  # every merge's operations among them
+    assert merges == [16, 46, 106, 151] and total > 50, (merges, total)
     rows = reference.splitlines()
     for at in range(1, total + 1):
         folder = tmp_path / f"kill{at}"
