@@ -11,7 +11,10 @@ blocks of 64 (`simulate`'s loop on a GPU), unrolled 4 times, with the members al
 last axis (structure of arrays: with the failure record, with a bool flag a member, with
 nothing), with the state as columns (the freeze on the re-stacked state; without a
 failure record); the step without the failure record; `simulate` itself; the bare
-`lax.scan` of the closed-form step (three columns); RK4 in `integrate`, members last, as
+`lax.scan` of the closed-form step (three columns); on a CPU, the members in blocks of
+1000 each taken through all its steps (`integrate` on each block, mechint's step with an
+ok flag a member and nothing frozen, the bare step), in one thread and with the batch's
+halves in two host threads; RK4 in `integrate`, members last, as
 columns, with every stage's sums on the columns (a candidate for `rk_step` on a GPU),
 without a record, and its bare scan.  Made for a GPU session (a dynamic loop's predicate
 is read back on the host every iteration there; the layout decides whether loads
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import jax
 import jax.numpy as jnp
@@ -211,6 +215,41 @@ def rows(quick: bool, dtype: str, bodies: int | None):
     def scan(step):  # vmap of the scan of three scalars: XLA carries three columns
         return jax.vmap(bare_scan(step, S))
 
+    # On a CPU: the members in blocks, each block taken through all its steps before the
+    # next (``lax.map`` of the loop; a block's state stays in cache), as numba's loop does
+    bs = next(b for b in (1000, 100, 10, 1) if (B // 2) % b == 0)
+
+    def in_blocks(run):
+        return lambda x: jax.lax.map(run, x.reshape(-1, bs, 3)).reshape(-1, 3)
+
+    def untracked(x):
+        """mechint's step with a flag a member ANDed, nothing frozen: a failed member's
+        final state is NaN (a run would take its block again with the tracked step)."""
+
+        def step(_, c):
+            y, st = vstep(top, c[0], h)
+            return y, c[1] & st.ok
+
+        y, ok = jax.lax.fori_loop(0, S, step, (x, jnp.ones(x.shape[0], bool)))
+        return jnp.where(ok[:, None], y, jnp.nan)
+
+    def bare_columns(x):  # the closed-form step on a block's three columns
+        cols = jax.lax.fori_loop(0, S, lambda _, m: kahan_step(m, p, q, r), tuple(x.T))
+        return jnp.stack(cols, axis=-1)
+
+    pool = ThreadPoolExecutor(2)
+
+    def two_threads(run):
+        """Each half of the batch in its own host thread (XLA runs a program's
+        independent loops one after the other: a second core is reached from the host)."""
+        fn = jax.jit(in_blocks(run))
+
+        def run_both(x):
+            halves = pool.map(fn, (x[: B // 2], x[B // 2 :]))
+            return np.concatenate([np.asarray(r.block_until_ready()) for r in halves])
+
+        return run_both
+
     variants = [
         ("integrate, Kahan", jax.jit(lambda x: mi.integrate(top, kahan, x, h, S).x[:, -1]), (x,)),
         ("integrate, Kahan, the state as one (B, 3) array",
@@ -234,6 +273,33 @@ def rows(quick: bool, dtype: str, bodies: int | None):
          (xn,)),
         ("bare lax.scan, Kahan step (three columns)",
          jax.jit(scan(lambda m: kahan_step(m, p, q, r))), (x,)),
+    ]  # fmt: skip
+    if not on_gpu:  # a GPU would run the blocks one after another, as tiny kernels
+
+        def integrate_block(b):
+            return mi.integrate(top, kahan, b, h, S).x[:, -1]
+
+        variants += [
+            (f"blocks of {bs}: integrate on each", jax.jit(in_blocks(integrate_block)), (x,)),
+            (f"blocks of {bs}: integrate on each, two threads", two_threads(integrate_block), (x,)),
+            (
+                f"blocks of {bs}: the step with an ok flag, nothing frozen",
+                jax.jit(in_blocks(untracked)),
+                (x,),
+            ),
+            (
+                f"blocks of {bs}: the step with an ok flag, two threads",
+                two_threads(untracked),
+                (x,),
+            ),
+            (
+                f"blocks of {bs}: bare Kahan step (three columns)",
+                jax.jit(in_blocks(bare_columns)),
+                (x,),
+            ),
+            (f"blocks of {bs}: bare Kahan step, two threads", two_threads(bare_columns), (x,)),
+        ]
+    variants += [
         ("integrate, RK4", jax.jit(lambda x: mi.integrate(top, rk4, x, h, S).x[:, -1]), (x,)),
         ("RK4, members last (structure of arrays)", jax.jit(lambda x: members_last(x, rk4)),
          (x,)),
