@@ -3,7 +3,8 @@
 Importing mechint enables float64 in JAX (``jax_enable_x64``), and passes
 ``MECHINT_SMALL_LOOP_BYTES``, where set, to XLA's CPU backend (``_xla``: step loops of
 small systems compiled as one function, several times faster for implicit maps and
-splittings, at the cost of batch = one by one bit for bit).
+splittings, at the cost of more batch members differing from their runs alone in the
+last bits).
 """
 
 import jax

@@ -14,9 +14,11 @@ batch's loop over large arrays stays above it (its kernels spread over the cores
 ``benchmarks/loop_threshold.py`` measures it.
 
 It is not mechint's default.  Compiled as one function, a loop may contract a·b + c
-into a fused multiply-add where the kernel-by-kernel loop of a batch does not, so a
-batch's members would no longer equal their runs one by one bit for bit (measured: the
-work of a ``Forced`` Kepler orbit differs by an ulp); compile times are about the same
+into a fused multiply-add where the kernel-by-kernel loop of a batch does not, so more
+of a batch's members would differ from their runs alone in the last bits (measured: the
+work of a ``Forced`` Kepler orbit differs by an ulp; at the default 55 of the 126
+registered (system, map) pairs already differ at round-off, docs/concepts.md, "What is
+reproduced bit for bit"); compile times are about the same
 (the test suite: 384 s with it, 388 s without, one run each).  A user who wants the
 speed sets ``MECHINT_SMALL_LOOP_BYTES`` (e.g. 65536) in the environment; XLA reads its
 flags once, when JAX starts its first backend, so importing mechint passes it on only
