@@ -4,9 +4,10 @@
 
 XLA's CPU backend runs a ``while`` loop as one compiled function when its body accesses
 fewer bytes than ``xla_cpu_small_while_loop_byte_threshold`` (XLA's default 1024), else
-as kernels launched one by one every iteration.  mechint keeps XLA's default (a batch
-then equals its members run one by one, bit for bit); ``MECHINT_SMALL_LOOP_BYTES=65536``
-in the environment raises it.  Each row runs ``simulate`` (one trajectory, or ``integrate``
+as kernels launched one by one every iteration.  mechint keeps XLA's default (fewer of a
+batch's members then differ from their runs alone in the last bits; docs/concepts.md,
+"What is reproduced bit for bit"); ``MECHINT_SMALL_LOOP_BYTES=65536`` in the environment
+raises it.  Each row runs ``simulate`` (one trajectory, or ``integrate``
 for a batch) in a fresh process under either threshold, XLA_FLAGS set before JAX
 starts; steps/s (body-steps/s for a batch), best of 3 after compiling, and the first
 call (compile included).

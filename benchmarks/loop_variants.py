@@ -11,10 +11,11 @@ blocks of 64 (`simulate`'s loop on a GPU), unrolled 4 times, with the members al
 last axis (structure of arrays: with the failure record, with a bool flag a member, with
 nothing), with the state as columns (the freeze on the re-stacked state; without a
 failure record); the step without the failure record; `simulate` itself; the bare
-`lax.scan` of the closed-form step (three columns); on a CPU, the members in blocks of
-1000 each taken through all its steps (`integrate` on each block, mechint's step with an
-ok flag a member and nothing frozen, the bare step), in one thread and with the batch's
-halves in two host threads; RK4 in `integrate`, members last, as
+`lax.scan` of the closed-form step (three columns); on a CPU (an even batch), the members
+in blocks of 1000 (10 with --quick) each taken through all its steps (`integrate` on each
+block, mechint's step with an ok flag a member and nothing frozen, the bare step), in one
+thread and with the batch's halves in two host threads (and, the control, both halves
+dispatched from one thread); RK4 in `integrate`, members last, as
 columns, with every stage's sums on the columns (a candidate for `rk_step` on a GPU),
 without a record, and its bare scan.  Made for a GPU session (a dynamic loop's predicate
 is read back on the host every iteration there; the layout decides whether loads
@@ -217,7 +218,7 @@ def rows(quick: bool, dtype: str, bodies: int | None):
 
     # On a CPU: the members in blocks, each block taken through all its steps before the
     # next (``lax.map`` of the loop; a block's state stays in cache), as numba's loop does
-    bs = next(b for b in (1000, 100, 10, 1) if (B // 2) % b == 0)
+    bs = next(b for b in (1000, 100, 10, 1) if B % (2 * b) == 0)
 
     def in_blocks(run):
         return lambda x: jax.lax.map(run, x.reshape(-1, bs, 3)).reshape(-1, 3)
@@ -250,6 +251,17 @@ def rows(quick: bool, dtype: str, bodies: int | None):
 
         return run_both
 
+    def one_thread(run):
+        """The control: both halves dispatched from this thread, then waited for (JAX's
+        CPU dispatch is asynchronous: the second call may start before the first ends)."""
+        fn = jax.jit(in_blocks(run))
+
+        def run_both(x):
+            halves = [fn(x[: B // 2]), fn(x[B // 2 :])]
+            return np.concatenate([np.asarray(r.block_until_ready()) for r in halves])
+
+        return run_both
+
     variants = [
         ("integrate, Kahan", jax.jit(lambda x: mi.integrate(top, kahan, x, h, S).x[:, -1]), (x,)),
         ("integrate, Kahan, the state as one (B, 3) array",
@@ -274,7 +286,7 @@ def rows(quick: bool, dtype: str, bodies: int | None):
         ("bare lax.scan, Kahan step (three columns)",
          jax.jit(scan(lambda m: kahan_step(m, p, q, r))), (x,)),
     ]  # fmt: skip
-    if not on_gpu:  # a GPU would run the blocks one after another, as tiny kernels
+    if not on_gpu and B % 2 == 0:  # a GPU would run the blocks one by one, tiny kernels
 
         def integrate_block(b):
             return mi.integrate(top, kahan, b, h, S).x[:, -1]
@@ -290,6 +302,11 @@ def rows(quick: bool, dtype: str, bodies: int | None):
             (
                 f"blocks of {bs}: the step with an ok flag, two threads",
                 two_threads(untracked),
+                (x,),
+            ),
+            (
+                f"blocks of {bs}: the step with an ok flag, both halves from one thread",
+                one_thread(untracked),
                 (x,),
             ),
             (

@@ -259,9 +259,9 @@ def test_a_kill_at_any_operation_leaves_no_file_that_claims_more_than_it_holds(
             monkeypatch.undo()
         return out, count[0]
 
-    # the whole run: ten chunks of 15 samples, merged into 16, 46, 106 and (at close)
-    # 151 samples: the first merge, two that double the file and the last one's rest,
-    # every kind of operation a kill below interrupts
+    # the whole run: ten chunks (x0 and 15 samples, then 15 each), merged into 16, 46,
+    # 106 and (at close) 151 samples: the first merge, two that double the file and the
+    # last one's rest, every kind of operation a kill below interrupts
     _, total = attempt(None, tmp_path)
     assert merges == [16, 46, 106, 151] and total > 50, (merges, total)
     rows = reference.splitlines()

@@ -23,7 +23,7 @@ def test_saved_grid_and_final_state(top, m0):
 
 
 def test_batch_runs_vectorized_and_matches_single_runs(top):
-    """A batch's members equal their runs alone to round-off, not bit for bit: XLA
+    """A batch's members equal their runs alone to round-off, not always bit for bit: XLA
     compiles the two loops as different programs (vectorised kernels, fused multiply-adds
     where LLVM chooses them; docs/concepts.md, "What is reproduced bit for bit")."""
     x0 = np.array([[0.45, 0.0, 0.89], [0.89, 0.1, 0.45], [0.1, -0.9, 0.3]])
