@@ -14,11 +14,14 @@ round-off part, a random walk, is seen as a distribution and not as one draw.
 2. What the compensation costs: one trajectory of 10^5 steps, Störmer-Verlet and its
    compositions of orders 4 to 10 (compensated by default from order 8), plain and
    compensated; best of 3 after compiling.
-3. ``--attribution`` (slow, about 4 minutes): the same Sofroniou-Spaletta-10 run written
+3. ``--attribution`` (slow, about 9 minutes): the same Sofroniou-Spaletta-10 run written
    in NumPy, float64 with compensated summation as mechint does it, then with parts of
    its arithmetic in 80-bit extended precision: the stage points (S), the sum of the
    stages' increments and the compensation (D), the kicks and drifts (K), the force (F),
-   all four.  Which rounding sets the floor.
+   all four; the force's value kept in 80-bit (V; F alone evaluates it in 80-bit and
+   rounds the value to float64); and with the stage points x + e + d, the carried
+   compensation e included (E: in float64 x + e rounds back to x, so E matters with S).
+   Which rounding sets the floor.
 Targets (issue 37): the best error reachable ≤ 1e-12 with an order-8 or -10 composition.
 """
 
@@ -143,7 +146,7 @@ def attribution(steps: int = 20000, n: int = 48) -> None:
     print(f"\nWhich rounding sets the floor: Sofroniou-Spaletta-10, {steps} steps, {n} orbits")
     print("| in 80-bit | median | worst |")
     print("|---|---|---|")
-    for flags in ("", "S", "D", "K", "F", "SDKF"):
+    for flags in ("", "S", "D", "K", "F", "SDKF", "SE", "SDKFE", "SDKFV", "SDKFVE"):
         z = _numpy_run(flags, gamma, q0, p0, h, steps)
         err = final_errors(q0, p0, steps, z)
         print(f"| {flags or 'none (float64)'} | {np.median(err):.1e} | {err.max():.1e} |",
@@ -159,16 +162,18 @@ def _numpy_run(flags: str, gamma, q0, p0, h: float, steps: int) -> np.ndarray:
     def force(q, t):
         q = q.astype(t)
         r = np.sqrt((q * q).sum(axis=1, keepdims=True))
-        return ((t(1) / (r * r)) * (t(0.5) / r) * t(2) * q).astype(f64)
+        return ((t(1) / (r * r)) * (t(0.5) / r) * t(2) * q).astype(vt)
 
     ft = wide if "F" in flags else f64
+    vt = wide if "V" in flags else f64
     x = [q0.copy(), p0.copy()]
     e = [np.zeros_like(q0), np.zeros_like(p0)]
     for _ in range(steps):
         dq, dp = np.zeros(q0.shape, dt), np.zeros(p0.shape, dt)
         for g in gamma:
             c = f64(g) * f64(h)
-            y, yp = x[0].astype(st) + dq.astype(st), x[1].astype(st) + dp.astype(st)
+            y, yp = (x[i].astype(st) + (e[i].astype(st) if "E" in flags else st(0)) + d.astype(st)
+                     for i, d in ((0, dq), (1, dp)))  # fmt: skip
             k1 = -(kt(0.5) * kt(c)) * force(y, ft).astype(kt)
             ddq = kt(c) * (yp + k1.astype(st)).astype(kt)
             k2 = -(kt(0.5) * kt(c)) * force(y + ddq.astype(st), ft).astype(kt)
