@@ -14,13 +14,15 @@ round-off part, a random walk, is seen as a distribution and not as one draw.
 2. What the compensation costs: one trajectory of 10^5 steps, Störmer-Verlet and its
    compositions of orders 4 to 10 (compensated by default from order 8), plain and
    compensated; best of 3 after compiling.
-3. ``--attribution`` (slow, about 9 minutes): the same Sofroniou-Spaletta-10 run written
+3. ``--attribution`` (slow, about 10 minutes): the same Sofroniou-Spaletta-10 run written
    in NumPy, float64 with compensated summation as mechint does it, then with parts of
    its arithmetic in 80-bit extended precision: the stage points (S), the sum of the
    stages' increments and the compensation (D), the kicks and drifts (K), the force (F),
    all four; the force's value kept in 80-bit (V; F alone evaluates it in 80-bit and
    rounds the value to float64); and with the stage points x + e + d, the carried
-   compensation e included (E: in float64 x + e rounds back to x, so E matters with S).
+   compensation e included (E: in float64 x + e rounds back to x, so E matters with S);
+   and C, float64 with the stages' increments summed with a running error (TwoSum), a
+   probe of what ``stages.advance_increment`` could do (the row "" is what it does).
    Which rounding sets the floor.
 Targets (issue 37): the best error reachable ≤ 1e-12 with an order-8 or -10 composition.
 """
@@ -146,7 +148,7 @@ def attribution(steps: int = 20000, n: int = 48) -> None:
     print(f"\nWhich rounding sets the floor: Sofroniou-Spaletta-10, {steps} steps, {n} orbits")
     print("| in 80-bit | median | worst |")
     print("|---|---|---|")
-    for flags in ("", "S", "D", "K", "F", "SDKF", "SE", "SDKFE", "SDKFV", "SDKFVE"):
+    for flags in ("", "C", "S", "D", "K", "F", "SDKF", "SE", "SDKFE", "SDKFV", "SDKFVE"):
         z = _numpy_run(flags, gamma, q0, p0, h, steps)
         err = final_errors(q0, p0, steps, z)
         print(f"| {flags or 'none (float64)'} | {np.median(err):.1e} | {err.max():.1e} |",
@@ -170,6 +172,7 @@ def _numpy_run(flags: str, gamma, q0, p0, h: float, steps: int) -> np.ndarray:
     e = [np.zeros_like(q0), np.zeros_like(p0)]
     for _ in range(steps):
         dq, dp = np.zeros(q0.shape, dt), np.zeros(p0.shape, dt)
+        err = [np.zeros(q0.shape, dt), np.zeros(p0.shape, dt)]
         for g in gamma:
             c = f64(g) * f64(h)
             y, yp = (x[i].astype(st) + (e[i].astype(st) if "E" in flags else st(0)) + d.astype(st)
@@ -177,8 +180,15 @@ def _numpy_run(flags: str, gamma, q0, p0, h: float, steps: int) -> np.ndarray:
             k1 = -(kt(0.5) * kt(c)) * force(y, ft).astype(kt)
             ddq = kt(c) * (yp + k1.astype(st)).astype(kt)
             k2 = -(kt(0.5) * kt(c)) * force(y + ddq.astype(st), ft).astype(kt)
-            dq, dp = dq + ddq.astype(dt), dp + (k1 + k2).astype(dt)
-        for i, d in enumerate((dq, dp)):
+            new_q, new_p = dq + ddq.astype(dt), dp + (k1 + k2).astype(dt)
+            if "C" in flags:  # the rounding of each partial sum kept (TwoSum)
+                for i, (a, b, s) in enumerate(
+                    ((dq, ddq.astype(dt), new_q), (dp, (k1 + k2).astype(dt), new_p))
+                ):
+                    bb = s - a
+                    err[i] = err[i] + ((a - (s - bb)) + (b - bb))
+            dq, dp = new_q, new_p
+        for i, d in enumerate((dq + err[0], dp + err[1]) if "C" in flags else (dq, dp)):
             a = d.astype(dt) + e[i].astype(dt)
             new = (x[i].astype(dt) + a).astype(f64)
             e[i] = ((x[i].astype(dt) - new) + a).astype(f64)
