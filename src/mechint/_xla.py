@@ -48,6 +48,9 @@ def set_small_loops() -> bool:
         raise InputError(ENVIRONMENT, f"must be a whole number of bytes, got {value!r}",
                          f"e.g. {ENVIRONMENT}=65536, or unset it")  # fmt: skip
     flags = os.environ.get("XLA_FLAGS", "")
+    extra = f"--xla_backend_extra_options={SMALL_LOOP_OPTION}={int(value)}"
+    if extra in flags.split():  # in XLA_FLAGS already (inherited from the process that
+        return True  # started this one, `mechint run`'s or a Dask worker's): in effect
     why = None
     if getattr(xla_bridge, "backends_are_initialized", lambda: True)():
         why = "JAX's backends had started before mechint was imported"
@@ -56,6 +59,5 @@ def set_small_loops() -> bool:
     if why is not None:
         warnings.warn(f"{ENVIRONMENT} not passed to XLA: {why}", stacklevel=3)
         return False
-    extra = f"--xla_backend_extra_options={SMALL_LOOP_OPTION}={int(value)}"
     os.environ["XLA_FLAGS"] = f"{flags} {extra}".strip()
     return True
