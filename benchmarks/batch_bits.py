@@ -35,10 +35,7 @@ def pairs(quick: bool):
         if sname == "kovalevskaya-top":  # the Lagrange top's code with other numbers
             continue
         system = scls(**({"inertia": (2.0, 1.0, 2.0 / 3.0)} if sname == "euler-top" else {}))
-        for iname in mi.integrators.INTEGRATORS:
-            integrator = mi.integrators.build(iname, system)
-            if integrator.cannot_serve(system) is None:
-                out.append((iname, sname, system, integrator))
+        out += [(iname, sname, system, m) for iname, m in mi.integrators.serving(system).items()]
     if quick:
         out = [p for p in out if p[1] == "euler-top" and p[0] in ("kahan", "rk4")]
     return out

@@ -240,25 +240,18 @@ def rows(quick: bool, dtype: str, bodies: int | None):
 
     pool = ThreadPoolExecutor(2)
 
-    def two_threads(run):
-        """Each half of the batch in its own host thread (XLA runs a program's
-        independent loops one after the other: a second core is reached from the host)."""
+    def in_halves(run, threads: bool = True):
+        """Each half of the batch in blocks, in its own host thread (XLA runs a program's
+        independent loops one after the other: a second core is reached from the host);
+        ``threads=False``, the control: both halves dispatched from this thread, then
+        waited for (JAX's CPU dispatch is asynchronous: the second call may start before
+        the first ends)."""
         fn = jax.jit(in_blocks(run))
 
         def run_both(x):
-            halves = pool.map(fn, (x[: B // 2], x[B // 2 :]))
-            return np.concatenate([np.asarray(r.block_until_ready()) for r in halves])
-
-        return run_both
-
-    def one_thread(run):
-        """The control: both halves dispatched from this thread, then waited for (JAX's
-        CPU dispatch is asynchronous: the second call may start before the first ends)."""
-        fn = jax.jit(in_blocks(run))
-
-        def run_both(x):
-            halves = [fn(x[: B // 2]), fn(x[B // 2 :])]
-            return np.concatenate([np.asarray(r.block_until_ready()) for r in halves])
+            halves = (x[: B // 2], x[B // 2 :])
+            out = pool.map(fn, halves) if threads else [fn(a) for a in halves]
+            return np.concatenate([np.asarray(r.block_until_ready()) for r in out])
 
         return run_both
 
@@ -293,7 +286,7 @@ def rows(quick: bool, dtype: str, bodies: int | None):
 
         variants += [
             (f"blocks of {bs}: integrate on each", jax.jit(in_blocks(integrate_block)), (x,)),
-            (f"blocks of {bs}: integrate on each, two threads", two_threads(integrate_block), (x,)),
+            (f"blocks of {bs}: integrate on each, two threads", in_halves(integrate_block), (x,)),
             (
                 f"blocks of {bs}: the step with an ok flag, nothing frozen",
                 jax.jit(in_blocks(untracked)),
@@ -301,12 +294,12 @@ def rows(quick: bool, dtype: str, bodies: int | None):
             ),
             (
                 f"blocks of {bs}: the step with an ok flag, two threads",
-                two_threads(untracked),
+                in_halves(untracked),
                 (x,),
             ),
             (
                 f"blocks of {bs}: the step with an ok flag, both halves from one thread",
-                one_thread(untracked),
+                in_halves(untracked, threads=False),
                 (x,),
             ),
             (
@@ -314,7 +307,7 @@ def rows(quick: bool, dtype: str, bodies: int | None):
                 jax.jit(in_blocks(bare_columns)),
                 (x,),
             ),
-            (f"blocks of {bs}: bare Kahan step, two threads", two_threads(bare_columns), (x,)),
+            (f"blocks of {bs}: bare Kahan step, two threads", in_halves(bare_columns), (x,)),
         ]
     variants += [
         ("integrate, RK4", jax.jit(lambda x: mi.integrate(top, rk4, x, h, S).x[:, -1]), (x,)),

@@ -140,10 +140,8 @@ def _pairs():
         if sname == "kovalevskaya-top":
             continue
         system = scls(**({"inertia": (2.0, 1.0, 2.0 / 3.0)} if sname == "euler-top" else {}))
-        for iname in mi.integrators.INTEGRATORS:
-            integrator = mi.integrators.build(iname, system)
-            if integrator.cannot_serve(system) is None:
-                out.append(pytest.param(system, integrator, id=f"{iname}-{sname}"))
+        for iname, integrator in mi.integrators.serving(system).items():
+            out.append(pytest.param(system, integrator, id=f"{iname}-{sname}"))
     return out
 
 

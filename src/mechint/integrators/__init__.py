@@ -32,7 +32,7 @@ from mechint.integrators.kahan import Kahan
 from mechint.integrators.lie_group import RKMK, CommutatorFree, Magnus
 from mechint.integrators.lie_group_variational import LieGroupVariational
 from mechint.integrators.oriented import Oriented
-from mechint.integrators.registry import INTEGRATORS, SETTINGS, build, settings_for
+from mechint.integrators.registry import INTEGRATORS, SETTINGS, build, serving, settings_for
 from mechint.integrators.reversible_adaptive import ReversibleAdaptive
 from mechint.integrators.rigid_body_splitting import RigidBodySplitting
 from mechint.integrators.splitting import Splitting
@@ -106,5 +106,6 @@ __all__ = [
     "build",
     "flows",
     "get",
+    "serving",
     "settings_for",
 ]

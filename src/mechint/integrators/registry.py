@@ -89,6 +89,21 @@ def build(name: str, system=None, settings: dict[str, Any] | None = None) -> Int
     return cls(**kwargs)
 
 
+def serving(system) -> dict[str, Integrator]:
+    """Every registered integrator, with its default settings for ``system``, that can
+    advance ``system`` (by name, in the registry's order): the pairs the tests, the
+    methods table and the benchmarks go through."""
+    out = {}
+    for name in INTEGRATORS:
+        try:
+            integrator = build(name, system)
+        except InputError:  # no default setting for this system (composition's base)
+            continue
+        if integrator.cannot_serve(system) is None:
+            out[name] = integrator
+    return out
+
+
 def relabel(parameter: str, fn, *args, **kwargs):
     """``fn(...)`` with an ``InputError`` renamed to ``parameter``."""
     try:
