@@ -15,7 +15,8 @@ round-off part, a random walk, is seen as a distribution and not as one draw.
    compositions of orders 4 to 10 (compensated by default from order 8), plain and
    compensated; best of 3 after compiling.
 3. ``--attribution`` (slow, about 10 minutes): the same Sofroniou-Spaletta-10 run written
-   in NumPy, float64 with compensated summation as mechint does it, then with parts of
+   in NumPy, float64 with compensated summation as mechint did it before it compensated
+   every kick and drift (the stages' increments summed, the sum added once), then with parts of
    its arithmetic in 80-bit extended precision: the stage points (S), the sum of the
    stages' increments and the compensation (D), the kicks and drifts (K), the force (F),
    all four; the force's value kept in 80-bit (V; F alone evaluates it in 80-bit and
@@ -23,7 +24,7 @@ round-off part, a random walk, is seen as a distribution and not as one draw.
    compensation e included (E: in float64 x + e rounds back to x, so E matters with S);
    and C, float64 with the stages' increments summed with a running error (TwoSum), a
    probe of what ``stages.advance_increment`` could do (the row "" is what it does).
-   Which rounding sets the floor.
+   Which rounding set that algorithm's floor (docs/performance.md).
 Targets (issue 37): the best error reachable ≤ 1e-12 with an order-8 or -10 composition.
 """
 
@@ -156,7 +157,8 @@ def attribution(steps: int = 20000, n: int = 48) -> None:
 
 
 def _numpy_run(flags: str, gamma, q0, p0, h: float, steps: int) -> np.ndarray:
-    """mechint's compensated composition of Störmer-Verlet, its parts in np.longdouble
+    """mechint's earlier compensated composition of Störmer-Verlet (the stages'
+    increments summed, the sum added once), its parts in np.longdouble
     as ``flags`` says (see ``attribution``); the force as jax.grad forms it."""
     wide, f64 = np.longdouble, np.float64
     st, dt, kt = (wide if c in flags else f64 for c in "SDK")

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import mechint as mi
-from mechint.integrators import composition_schemes
+from mechint.integrators import composition_schemes, stages
+from mechint.maps import Reason
 
 I = mi.integrators
 TOP = mi.systems.EulerTop((2.0, 1.0, 2.0 / 3.0))
@@ -193,3 +194,59 @@ def test_splitting_with_a_numerical_sub_flow():
     b = mi.simulate(pend, I.StormerVerlet(), x0, 0.1, 100, 100).x
     assert max(float(np.max(np.abs(u - v))) for u, v in zip(a, b, strict=True)) < 1e-13
     assert split.traits.symplectic and split.traits.order == 2
+
+
+def _henon_heiles():
+    T = lambda p: 0.5 * jnp.sum(p**2)  # noqa: E731
+    V = lambda q: 0.5 * jnp.sum(q**2) + q[0] ** 2 * q[1] - q[1] ** 3 / 3  # noqa: E731
+    return mi.systems.SeparableHamiltonian(T, V, dof=2)
+
+
+@pytest.mark.parametrize("scheme", ["yoshida4", "sofroniou-spaletta10"])
+def test_a_composition_of_verlet_merges_its_kicks(scheme):
+    """On a separable H a composition of Störmer–Verlet runs as one kick, then a drift
+    and a kick per stage (``stages.advance_leapfrog``, s + 1 forces where the stages
+    one by one take 2s): the same map as the stages run one by one (``stages.advance``),
+    to round-off, on Kepler and a user's Hénon–Heiles, in float64 and float32, plain
+    and compensated (Kahan-Li-8's: test_compensated's floor, against the exact orbit);
+    the plan is the scheme's γ, each row with the next stage's."""
+    gamma = composition_schemes.get(scheme).gamma
+    plan = stages.leapfrog_plan(gamma)  # (drift γ_i, and the next stage's γ_{i+1})
+    assert [d for d, _ in plan] == list(gamma) and [k for _, k in plan] == [*gamma[1:], 0.0]
+    integ = I.Composition(I.StormerVerlet(), scheme)
+    hh = _henon_heiles()
+    cases = [(mi.systems.Kepler(), mi.systems.Kepler().periapsis_state(0.5), 0.05),
+             (hh, (np.array([0.1, -0.2]), np.array([0.3, 0.15])), 0.1)]  # fmt: skip
+    for system, x, h in cases:
+        for real in (np.float64, np.float32):
+            x = tuple(np.asarray(v, dtype=real) for v in x)
+            eps = np.finfo(real).eps
+            want, st_want = stages.advance(system, x, h, [(integ.base, g) for g in integ.gamma])
+            got, st = integ.step(system, x, h)
+            e0 = tuple(np.zeros_like(v) for v in x)
+            comp, e, st_c = integ.compensated_step(system, x, e0, h)
+            assert bool(st.ok) and bool(st_want.ok) and bool(st_c.ok)
+            leaves = (jax.tree.leaves(v) for v in (want, got, comp, e))
+            for a, b, c, d in zip(*leaves, strict=True):
+                scale = np.abs(np.asarray(a)).max()
+                assert np.asarray(b).dtype == real
+                # measured: 6 eps at most
+                assert np.abs(np.asarray(a) - b).max() <= 16 * eps * scale
+                # the compensated state is x + e: the same point, more exactly
+                a, c, d = (np.asarray(v, float) for v in (a, c, d))
+                assert np.abs((c + d) - a).max() <= 16 * eps * scale
+
+
+def test_a_kick_that_overflows_fails_the_merged_step():
+    """The merged step's status is its new state's finiteness, as each stage's was: a
+    force that overflows in a middle stage leaves the state non-finite (every kick and
+    drift adds to it), and the step says NON_FINITE, plain and compensated."""
+    V = lambda q: 1e300 * jnp.sum(q**4)  # noqa: E731
+    system = mi.systems.SeparableHamiltonian(lambda p: 0.5 * jnp.sum(p**2), V, dof=1)
+    integ = I.Composition(I.StormerVerlet(), "yoshida4")
+    x = (np.array([1e-80]), np.array([1e3]))  # the force overflows once q has moved
+    plain = integ.step(system, x, 0.5)
+    comp, _, st_comp = integ.compensated_step(system, x, (0 * x[0], 0 * x[1]), 0.5)
+    for new, st in (plain, (comp, st_comp)):
+        assert not bool(st.ok) and Reason(int(st.reason)) is Reason.NON_FINITE
+        assert not np.all(np.isfinite(np.concatenate(jax.tree.leaves(new))))

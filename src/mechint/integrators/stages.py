@@ -26,7 +26,14 @@ import jax
 import jax.numpy as jnp
 
 from mechint._validate import lookup
-from mechint.maps import Integrator, StepStatus, combine, no_failure
+from mechint.maps import (
+    Integrator,
+    StepStatus,
+    combine,
+    compensated_add,
+    no_failure,
+    ok_status,
+)
 
 _TOL = 1e-13
 
@@ -85,6 +92,61 @@ def advance_increment(
         d, s = one(d, m, c)
         statuses.append(s)
     return d, combine(statuses)
+
+
+def leapfrog_plan(gamma: Sequence[float]) -> tuple[tuple[float, float], ...]:
+    """A composition of Störmer–Verlet steps kick(γ_i h/2) ∘ drift(γ_i h) ∘ kick(γ_i h/2)
+    with each pair of adjacent kicks merged into one (kicks commute: the exact flow of
+    V moves p alone): after a first kick of γ_1 h/2, a row (γ_i, γ_{i+1}) for each stage,
+    its drift γ_i h and then its kick (γ_i + γ_{i+1}) h/2 (γ_{s+1} = 0)."""
+    c = [float(g) for g in gamma]
+    return tuple(zip(c, [*c[1:], 0.0], strict=True))
+
+
+def advance_leapfrog(
+    system, x, h, gamma: Sequence[float], e=None
+) -> tuple[object, object, StepStatus]:
+    """A composition of Störmer–Verlet on a separable H = T(p) + V(q) (``system``'s
+    ``kinetic_gradient``, ``potential_gradient``) as one kick and then a drift and a kick
+    per stage (``leapfrog_plan``): s + 1 forces a step where the stages one by one take
+    2s, and the same map to round-off.  A merged kick is applied as its two halves
+    (γ_i h/2)·f + (γ_{i+1} h/2)·f, each γ_i h rounded once and used by its drift and its
+    two half kicks alike: a step then kicks by exactly the total it drifts by.  Rounding
+    (γ_i + γ_{i+1}) h/2 instead gives the two totals a difference of a few ulp that is the
+    same every step, a force scaled apart from the kinetic energy: on Kepler over 100
+    orbits a phase error of 3e-12 (Kahan-Li-8, compensated), where the random round-off
+    is 1e-12.  With ``e`` (the correction of ``integrators.Compensated``, shaped like x)
+    every kick and drift is added by compensated summation (``maps.compensated_add``), so
+    no sum of the step rounds at an ulp of x; else e comes back None.  The status is the
+    new state's finiteness: every update adds to the state, so a non-finite kick or
+    drift leaves it non-finite."""
+    q, p = x
+    real = jax.tree.leaves(x)[0].dtype
+    table = jnp.asarray(leapfrog_plan(gamma), dtype=real)
+    if e is None:
+        add = lambda u, v, d: (jax.tree.map(lambda a, b: a + b, u, d), v)  # noqa: E731
+        eq = ep = None
+    else:
+        add, (eq, ep) = compensated_add, e
+
+    def kick(p, ep, a, b, q):
+        # a = γ_i h and b = γ_{i+1} h (None: no next stage), each rounded once; halving
+        # them is exact
+        f = system.potential_gradient(q)
+        if b is None:
+            return add(p, ep, jax.tree.map(lambda g: -((0.5 * a) * g), f))
+        return add(p, ep, jax.tree.map(lambda g: -((0.5 * a) * g + (0.5 * b) * g), f))
+
+    def stage(carry, row):
+        q, p, eq, ep = carry
+        a, b = row[0] * h, row[1] * h
+        q, eq = add(q, eq, jax.tree.map(lambda g: a * g, system.kinetic_gradient(p)))
+        p, ep = kick(p, ep, a, b, q)
+        return (q, p, eq, ep), None
+
+    p, ep = kick(p, ep, table[0, 0] * h, None, q)
+    (q, p, eq, ep), _ = jax.lax.scan(stage, (q, p, eq, ep), table)
+    return (q, p), (None if e is None else (eq, ep)), ok_status((q, p))
 
 
 @cache

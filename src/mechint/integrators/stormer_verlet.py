@@ -54,7 +54,7 @@ class StormerVerlet(ImplicitIntegrator):
         if isinstance(system, Forced):  # the discrete Lagrange–d'Alembert map
             return forced.stormer_verlet(self.solver, system, x, h)
         q, p = x
-        if isinstance(system, Separable):
+        if self.splits(system):
             p = p - (0.5 * h) * system.potential_gradient(q)
             q = q + h * system.kinetic_gradient(p)
             p = p - (0.5 * h) * system.potential_gradient(q)
@@ -71,7 +71,7 @@ class StormerVerlet(ImplicitIntegrator):
         """For separable H the increments (Δq, Δp) formed directly (Δp = the two half
         kicks, Δq = h ∇T at the half-step momentum): their rounding is relative to the
         increment, as compensated summation needs; otherwise the default."""
-        if not isinstance(system, Separable):
+        if not self.splits(system):
             return super().increment(system, x, h)
         q, p = x
         kick1 = -(0.5 * h) * system.potential_gradient(q)
@@ -80,8 +80,13 @@ class StormerVerlet(ImplicitIntegrator):
         d = (dq, kick1 + kick2)
         return d, ok_status((q + dq, p + d[1]))
 
-    def forms_increment(self, system) -> bool:
+    def splits(self, system) -> bool:
+        """Whether a step on ``system`` is kick(h/2) ∘ drift(h) ∘ kick(h/2), the exact flows
+        of V and T (a separable H; a ``Forced`` system is not one)."""
         return isinstance(system, Separable)
+
+    def forms_increment(self, system) -> bool:
+        return self.splits(system)
 
     def preserved(self, system, x, h) -> dict:
         return kept(system, forced.kept_momenta(system), x)
