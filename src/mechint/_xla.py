@@ -8,8 +8,8 @@ few numbers, so below the threshold a loop runs several times faster; and the th
 is crossed by ordinary runs: a compensated composition (4 more carried arrays), an
 implicit map's Newton loop, a splitting of the heavy top.  Measured on the 2-core CPU
 machine (one trajectory, ``simulate``, steps/s, 1024 -> 65536): the implicit midpoint
-rule on the Euler top 6.9e5 -> 5.0e6, the heavy top's splitting 1.5e6 -> 7.2e6, Yoshida-4
-on Kepler compensated 2.9e6 -> 7.6e6; loops already below it (Kahan, RK4) unchanged; a
+rule on the Euler top 6.4e5 -> 4.9e6, the heavy top's splitting 1.5e6 -> 7.0e6, Yoshida-4
+on Kepler compensated 2.9e6 -> 6.7e6; loops already below it (Kahan, RK4) unchanged; a
 batch's loop over large arrays stays above it (its kernels spread over the cores).
 ``benchmarks/loop_threshold.py`` measures it.
 

@@ -264,7 +264,7 @@ class Integrator(abc.ABC):
         summation unless told otherwise (``simulate(compensated=None)``, ``mechint
         run``): where the map forms its increment and is of order 8 or more.  There the
         truncation error reaches round-off at steps a run affords (Kepler e = 0.5 over
-        100 orbits: the median error floor 1.3e-10 plain, 6.8e-13 compensated at 256 000
+        100 orbits: the median error floor about 1e-10 plain, 6.8e-13 compensated at 256 000
         steps), and the correction costs least beside the step's stages (Kepler, the
         cheapest force, one trajectory: 0.43-0.47 of the plain speed at orders 8-10,
         0.24-0.39 at orders 4-6; ``benchmarks/round_off.py``).  Not on a state that

@@ -222,7 +222,8 @@ def simulate(
         to its file).
     compensated
         Add each step's increment with Kahan–Babuška summation (``integrators.Compensated``;
-        Hairer's GNI codes): round-off grows like √N instead of N ulp over N steps for
+        Hairer's GNI codes; a composition of Störmer–Verlet on a separable H adds each of
+        its kicks and drifts so): round-off grows like √N instead of N ulp over N steps for
         maps that form their increment directly (the implicit midpoint rule, Störmer–Verlet
         on a separable H, their compositions, the Lie group maps).  None (the default):
         the map's choice, ``integrator.compensated_by_default(system)``: on for those of

@@ -116,8 +116,9 @@ def advance_leapfrog(
     same every step, a force scaled apart from the kinetic energy: on Kepler over 100
     orbits a phase error of 3e-12 (Kahan-Li-8, compensated), where the random round-off
     is 1e-12.  With ``e`` (the correction of ``integrators.Compensated``, shaped like x)
-    every kick and drift is added by compensated summation (``maps.compensated_add``), so
-    no sum of the step rounds at an ulp of x; else e comes back None.  The status is the
+    every kick and drift is added by compensated summation (``maps.compensated_add``): the
+    rounding of each addition to x is carried in e, and no partial sum of the stages
+    rounds on its own; else e comes back None.  The status is the
     new state's finiteness: every update adds to the state, so a non-finite kick or
     drift leaves it non-finite."""
     q, p = x

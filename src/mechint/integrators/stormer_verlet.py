@@ -82,8 +82,8 @@ class StormerVerlet(ImplicitIntegrator):
 
     def splits(self, system) -> bool:
         """Whether a step on ``system`` is kick(h/2) ∘ drift(h) ∘ kick(h/2), the exact flows
-        of V and T (a separable H; a ``Forced`` system is not one)."""
-        return isinstance(system, Separable)
+        of V and T (a separable H, no forces doing work)."""
+        return isinstance(system, Separable) and not isinstance(system, Forced)
 
     def forms_increment(self, system) -> bool:
         return self.splits(system)
