@@ -52,6 +52,7 @@ bench: $(BENCH)/.installed
 	$(BENCH)/bin/python benchmarks/peers.py
 	$(BENCH)/bin/python benchmarks/euler_top.py
 	$(BENCH)/bin/python benchmarks/rigid_bodies.py
+	$(BENCH)/bin/python benchmarks/kepler_peers.py
 
 clean:
 	rm -rf $(VENV) $(BENCH) mechint-demo .pytest_cache build docs/generated

@@ -1,0 +1,189 @@
+"""Work-precision on Kepler against the adaptive peers: compositions of Verlet against
+diffrax's Tsit5 and Dopri8 and SciPy's DOP853 (issue 37).
+
+    python benchmarks/kepler_peers.py [--quick]
+
+Kepler e = 0.5 over 100 orbits (T = 200π). The error of a setting is the median over
+16 orbits, the periapsis state turned to 16 angles (the round-off near 1e-12 is a random
+walk, one orbit is one draw of it), of max|z(T) − z_exact(T)| against Kepler's equation
+(``exact.kepler``); its time is one trajectory from the periapsis state, compiled, best
+of 3. mechint: Kahan-Li-8 and Sofroniou-Spaletta-10 compositions of Störmer-Verlet
+(compensated, their default; and Sofroniou-Spaletta-10 with plain sums) over a sweep of
+step counts; diffrax (the ``bench`` extra; its absence is printed) and SciPy: adaptive,
+PID controller, rtol = atol swept. The table gives the time to reach each error (the
+cheapest run at or below it, or the log-log interpolation between the runs around it:
+``work_precision.at_goal``) and the best median error reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from _timing import best_of
+from scipy.integrate import solve_ivp
+from work_precision import at_goal
+
+import mechint as mi
+
+I = mi.integrators
+KEPLER = mi.systems.Kepler()
+E = 0.5
+T = 200 * math.pi
+ORBITS = 16
+GOALS = (1e-8, 1e-10, 1e-12)
+
+
+def orbits(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The periapsis state turned to n angles (the first one not turned): (q, p), (n, 2)."""
+    q, p = KEPLER.periapsis_state(E)
+    th = 2 * np.pi * np.arange(n) / n
+    c, s = np.cos(th)[:, None], np.sin(th)[:, None]
+    turn = lambda v: np.concatenate([c * v[0] - s * v[1], s * v[0] + c * v[1]], axis=1)  # noqa: E731
+    return turn(q), turn(p)
+
+
+def exact(q0, p0) -> np.ndarray:
+    out = []
+    for a, b in zip(q0, p0, strict=True):
+        q, p = mi.exact.kepler(KEPLER, (a, b), np.array([T]))
+        out.append(np.concatenate([np.ravel(q), np.ravel(p)]))
+    return np.stack(out)
+
+
+def median_error(z, want) -> float:
+    return float(np.median(np.abs(np.asarray(z) - want).max(axis=1)))
+
+
+def mechint_points(integrator, compensated, counts, q0, p0, want):
+    """(median error, seconds) per step count."""
+    points = []
+    for steps in counts:
+        h = T / steps
+
+        def one(s=steps, h=h):
+            traj = mi.simulate(KEPLER, integrator, (q0[0], p0[0]), h, s, s,
+                               compensated=compensated)  # fmt: skip
+            return jax.block_until_ready(traj.x)
+
+        timing = best_of(one, 3, warm=True)
+        traj = mi.simulate(KEPLER, integrator, (q0, p0), h, steps, steps, compensated=compensated)
+        z = np.concatenate([np.asarray(a)[:, -1] for a in traj.x], axis=1)
+        points.append((median_error(z, want), timing.best))
+    return points
+
+
+def diffrax_points(tols, z0, want):
+    """{name: [(median error, seconds)]} for Tsit5 and Dopri8, or None without diffrax."""
+    try:
+        import diffrax as dfx
+    except ImportError:
+        return None
+
+    def field(t, z, args):
+        r = jnp.sqrt(z[0] ** 2 + z[1] ** 2)
+        return jnp.stack([z[2], z[3], -z[0] / r**3, -z[1] / r**3])
+
+    out = {}
+    for name in ("Tsit5", "Dopri8"):
+        solver = getattr(dfx, name)()
+
+        def solve(z, tol, solver=solver):
+            sol = dfx.diffeqsolve(
+                dfx.ODETerm(field), solver, 0.0, T, None, z, max_steps=None,
+                stepsize_controller=dfx.PIDController(rtol=tol, atol=tol),
+                saveat=dfx.SaveAt(t1=True),
+            )  # fmt: skip
+            return sol.ys[-1]
+
+        one, many = jax.jit(solve), jax.jit(jax.vmap(solve, in_axes=(0, None)))
+        points = []
+        for tol in tols:
+            tol = jnp.asarray(tol)
+            timing = best_of(lambda t=tol, f=one: jax.block_until_ready(f(z0[0], t)), 3, warm=True)
+            points.append((median_error(many(z0, tol), want), timing.best))
+        out[f"diffrax {name}"] = points
+    return out
+
+
+def dop853_points(tols, z0, want):
+    def f(_, z):
+        r = np.hypot(z[0], z[1])
+        return np.array([z[2], z[3], -z[0] / r**3, -z[1] / r**3])
+
+    def solve(z, tol):
+        return solve_ivp(f, (0.0, T), z, method="DOP853", rtol=tol, atol=tol).y[:, -1]
+
+    points = []
+    for tol in tols:
+        timing = best_of(lambda t=tol: solve(z0[0], t), 1)
+        z = np.stack([solve(z, tol) for z in z0])
+        points.append((median_error(z, want), timing.best))
+    return points
+
+
+def main(quick: bool = False) -> None:
+    n = 4 if quick else ORBITS
+    q0, p0 = orbits(n)
+    want = exact(q0, p0)
+    z0 = np.concatenate([q0, p0], axis=1)
+    kl8 = I.Composition(I.StormerVerlet(), "kahan-li8")
+    ss10 = I.Composition(I.StormerVerlet(), "sofroniou-spaletta10")
+    many = [4000, 6000, 8000, 12000, 16000, 24000, 32000, 64000, 128000, 256000]
+    runs = {  # name: (map, compensated, step counts)
+        "Kahan-Li-8 (compensated)": (kl8, None, [6000, *many[2:]]),
+        "Sofroniou-Spaletta-10 (compensated)": (ss10, None, many),
+        "Sofroniou-Spaletta-10 (plain sums)": (ss10, False, many[:7]),
+    }
+    tols = [1e-6, 1e-8, 1e-10, 1e-11, 1e-12, 1e-13, 1e-14]
+    if quick:
+        runs = {"Sofroniou-Spaletta-10 (compensated)": (ss10, None, [4000])}
+        tols = [1e-8]
+    curves = {name: mechint_points(m, c, counts, q0, p0, want)
+              for name, (m, c, counts) in runs.items()}  # fmt: skip
+    ours = list(curves)
+    peers = diffrax_points(tols, z0, want)
+    if peers is None:
+        print("diffrax is not installed (pip install -e '.[bench]'): its rows are missing")
+    else:
+        curves.update(peers)
+    curves["SciPy DOP853"] = dop853_points(tols, z0, want)
+    device = jax.devices()[0]
+    print(f"Kepler e = {E}, T = 200π, median of {n} orbits, one trajectory timed "
+          f"(device: {device}, jax {jax.__version__})")  # fmt: skip
+    print("| method | " + " | ".join(f"time to {g:.0e}" for g in GOALS) + " | best median error |")
+    print("|---|" + "---|" * (len(GOALS) + 1))
+    for name, points in curves.items():
+        cells = []
+        for g in GOALS:
+            t = at_goal(points, g)
+            cells.append("not reached" if math.isnan(t) else f"{1e3 * t:.3g} ms")
+        err, t = min(points)
+        print(f"| {name} | " + " | ".join(cells) + f" | {err:.1e} ({1e3 * t:.3g} ms) |")
+    for name, points in curves.items():
+        print(f"  {name}: " + ", ".join(f"{e:.1e} in {1e3 * t:.3g} ms" for e, t in points))
+    if peers is not None:
+
+        def reach(name, goal):  # inf where never reached (at_goal's nan)
+            t = at_goal(curves[name], goal)
+            return (math.inf if math.isnan(t) else t), name
+
+        cells = []
+        for g in GOALS:
+            peer, own = min(reach(k, g) for k in peers), min(reach(k, g) for k in ours)
+            if math.isinf(peer[0]) or math.isinf(own[0]):
+                said = [f"{k} " + ("never" if math.isinf(t) else f"{1e3 * t:.3g} ms")
+                        for k, t in (("mechint", own[0]), ("diffrax", peer[0]))]  # fmt: skip
+                cells.append(f"{g:.0e}: " + ", ".join(said))
+            else:
+                cells.append(f"{g:.0e}: {peer[0] / own[0]:.3g}× ({own[1]} against {peer[1]})")
+        print("mechint's fastest against diffrax's fastest: " + "; ".join(cells))
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    main(ap.parse_args().quick)
