@@ -88,7 +88,7 @@ def work_precision(quick: bool, repeat: int):
             every = steps // 100 if steps % 100 == 0 else 1
 
             # the plain sums, as the README's table was measured (Kahan-Li-8 is compensated
-            # by default: about 0.64x the speed on Kepler, benchmarks/round_off.py)
+            # by default: about 0.47x the speed on Kepler, benchmarks/round_off.py)
             def run(integrator=integrator, h=T / steps, steps=steps, every=every):
                 return mi.simulate(kepler, integrator, x0, h, steps, every, compensated=False)
 
