@@ -126,7 +126,7 @@ def dop853_points(tols, z0, want):
 
 
 def main(quick: bool = False) -> None:
-    n = 4 if quick else ORBITS
+    n = 2 if quick else ORBITS
     q0, p0 = orbits(n)
     want = exact(q0, p0)
     z0 = np.concatenate([q0, p0], axis=1)
@@ -141,7 +141,7 @@ def main(quick: bool = False) -> None:
     tols = [1e-6, 1e-8, 1e-10, 1e-11, 1e-12, 1e-13, 1e-14]
     if quick:
         runs = {"Sofroniou-Spaletta-10 (compensated)": (ss10, None, [4000])}
-        tols = [1e-8]
+        tols = [1e-6]
     curves = {name: mechint_points(m, c, counts, q0, p0, want)
               for name, (m, c, counts) in runs.items()}  # fmt: skip
     ours = list(curves)
@@ -165,22 +165,26 @@ def main(quick: bool = False) -> None:
         print(f"| {name} | " + " | ".join(cells) + f" | {err:.1e} ({1e3 * t:.3g} ms) |")
     for name, points in curves.items():
         print(f"  {name}: " + ", ".join(f"{e:.1e} in {1e3 * t:.3g} ms" for e, t in points))
-    if peers is not None:
+    targets = ("targets (issue 37): the best median error <= 1e-12 with an order-8 or -10 "
+               "composition; faster than diffrax's fastest at every error both reach")  # fmt: skip
+    if peers is None:
+        print(f"{targets}; mechint's best: {min(min(curves[k]) for k in ours)[0]:.1e}")
+        return
 
-        def reach(name, goal):  # inf where never reached (at_goal's nan)
-            t = at_goal(curves[name], goal)
-            return (math.inf if math.isnan(t) else t), name
+    def reach(name, goal):  # inf where never reached (at_goal's nan)
+        t = at_goal(curves[name], goal)
+        return (math.inf if math.isnan(t) else t), name
 
-        cells = []
-        for g in GOALS:
-            peer, own = min(reach(k, g) for k in peers), min(reach(k, g) for k in ours)
-            if math.isinf(peer[0]) or math.isinf(own[0]):
-                said = [f"{k} " + ("never" if math.isinf(t) else f"{1e3 * t:.3g} ms")
-                        for k, t in (("mechint", own[0]), ("diffrax", peer[0]))]  # fmt: skip
-                cells.append(f"{g:.0e}: " + ", ".join(said))
-            else:
-                cells.append(f"{g:.0e}: {peer[0] / own[0]:.3g}× ({own[1]} against {peer[1]})")
-        print("mechint's fastest against diffrax's fastest: " + "; ".join(cells))
+    cells = []
+    for g in GOALS:
+        peer, own = min(reach(k, g) for k in peers), min(reach(k, g) for k in ours)
+        if math.isinf(peer[0]) or math.isinf(own[0]):
+            said = [f"{k} " + ("never" if math.isinf(t) else f"{1e3 * t:.3g} ms")
+                    for k, t in (("mechint", own[0]), ("diffrax", peer[0]))]  # fmt: skip
+            cells.append(f"{g:.0e}: " + ", ".join(said))
+        else:
+            cells.append(f"{g:.0e}: {peer[0] / own[0]:.3g}× ({own[1]} against {peer[1]})")
+    print(f"{targets}; mechint's fastest against diffrax's fastest: " + "; ".join(cells))
 
 
 if __name__ == "__main__":
