@@ -24,26 +24,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from _timing import best_of
+from round_off import KEPLER, E, T, orbits
 from scipy.integrate import solve_ivp
 from work_precision import at_goal
 
 import mechint as mi
 
 I = mi.integrators
-KEPLER = mi.systems.Kepler()
-E = 0.5
-T = 200 * math.pi
 ORBITS = 16
 GOALS = (1e-8, 1e-10, 1e-12)
-
-
-def orbits(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The periapsis state turned to n angles (the first one not turned): (q, p), (n, 2)."""
-    q, p = KEPLER.periapsis_state(E)
-    th = 2 * np.pi * np.arange(n) / n
-    c, s = np.cos(th)[:, None], np.sin(th)[:, None]
-    turn = lambda v: np.concatenate([c * v[0] - s * v[1], s * v[0] + c * v[1]], axis=1)  # noqa: E731
-    return turn(q), turn(p)
 
 
 def exact(q0, p0) -> np.ndarray:
@@ -127,7 +116,7 @@ def dop853_points(tols, z0, want):
 
 def main(quick: bool = False) -> None:
     n = 2 if quick else ORBITS
-    q0, p0 = orbits(n)
+    q0, p0 = orbits(n, first=0.0)  # the first, the one timed, not turned
     want = exact(q0, p0)
     z0 = np.concatenate([q0, p0], axis=1)
     kl8 = I.Composition(I.StormerVerlet(), "kahan-li8")

@@ -46,10 +46,11 @@ T = 2 * np.pi * TURNS
 DIGITS = 40
 
 
-def orbits(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The periapsis state of e = 0.5 turned to n angles: (q, p), each (n, 2)."""
+def orbits(n: int, first: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+    """The periapsis state of e = 0.5 turned to n angles, from ``first`` on: (q, p), each
+    (n, 2)."""
     q, p = KEPLER.periapsis_state(E)
-    th = 0.1 + 2 * np.pi * np.arange(n) / n
+    th = first + 2 * np.pi * np.arange(n) / n
     c, s = np.cos(th)[:, None], np.sin(th)[:, None]
     turn = lambda v: np.concatenate([c * v[0] - s * v[1], s * v[0] + c * v[1]], axis=1)  # noqa: E731
     return turn(q), turn(p)
