@@ -4,25 +4,29 @@ mechint builds and in variants of them, on whatever device is present.
     python benchmarks/loop_variants.py [--quick] [--dtype float64|float32] [--bodies B]
 
 Rows (body-steps/s, best of 3 after compiling; the compile and first call in seconds):
-`integrate` (on a GPU its batch carries the state as columns; a row shows it with the
-state as one (B, 3) array); the tracked loop alone, of a static length, of a traced
-length (what `simulate` compiles once for any interval), of a traced length in static
-blocks of 64 (`simulate`'s loop on a GPU), unrolled 4 times, with the members along the
-last axis (structure of arrays: with the failure record, with a bool flag a member, with
-nothing), with the state as columns (the freeze on the re-stacked state; without a
-failure record); the step without the failure record; `simulate` itself; the bare
-`lax.scan` of the closed-form step (three columns); on a CPU (an even batch), the members
-in blocks of 1000 (10 with --quick) each taken through all its steps (`integrate` on each
-block, mechint's step with an ok flag a member and nothing frozen, the bare step), in one
-thread and with the batch's halves in two host threads (and, the control, both halves
-dispatched from one thread); RK4 in `integrate`, members last, as
-columns, with every stage's sums on the columns (a candidate for `rk_step` on a GPU),
-without a record, and its bare scan.  Made for a GPU session (a dynamic loop's predicate
-is read back on the host every iteration there; the layout decides whether loads
-coalesce and whether a step updates its carry in place), it runs anywhere.
+`integrate` (on a GPU its batch carries the state as columns, eight Kahan steps an
+iteration; a row shows it with the state as one (B, 3) array); the tracked loop alone, of
+a static length, of a traced length (what `simulate` compiles once for any interval), of
+a traced length in static blocks of 64 (`simulate`'s loop on a GPU), unrolled 4 times,
+with the members along the last axis (structure of arrays: with the failure record, with
+a bool flag a member, with nothing), with the state as columns (the freeze on the
+re-stacked state; without a failure record); the step without the failure record;
+`simulate` itself; the bare `lax.scan` of the closed-form step (three columns); on a CPU
+(an even batch), the members in blocks of 1000 (10 with --quick) each taken through all
+its steps (`integrate` on each block, mechint's step with an ok flag a member and nothing
+frozen, the bare step), in one thread and with the batch's halves in two host threads
+(and, the control, both halves dispatched from one thread); RK4 in `integrate`, members
+last, as columns, with every stage's sums on the columns and the field on the members
+first (the first candidate for RK's step on a GPU; `ExplicitRungeKutta.step_columns`
+puts the members last, `maps.map_columns`), without a record, and its bare scan.  Made
+for a GPU session (a dynamic loop's predicate is read back on the host every iteration
+there; the layout decides whether loads coalesce and whether a step updates its carry in
+place), it runs anywhere.
 A second table runs `integrate` on batches of Kahan's map, the discrete Lagrangian map,
 RK4, the implicit midpoint rule and the LGVI with the state as (B, n) arrays and as
-columns, forced either way (each map's `batch_columns` is read from it).
+columns, forced either way (each map's `batch_columns` is read from it); a third, Kahan's
+map, RK4 and explicit Euler with the columns forced on, 1 to 16 steps an iteration of the
+loop (each map's `batch_unroll` is read from it).
 Every row's final state is checked against `integrate`'s.
 """
 
@@ -52,9 +56,19 @@ def compiled_with_columns(on: bool, f, *args):
     loop._columns_in_loops = lambda: on
     Integrator.batch_columns = on  # the maps that do not set it
     try:
+        forget_loops()  # the flags are read when the loops are traced
         return jax.jit(f).lower(*args).compile()
     finally:
         loop._columns_in_loops, Integrator.batch_columns = saved
+        forget_loops()
+
+
+def forget_loops():
+    """Drop the traced programs of mechint's loops (``integrate``'s and ``simulate``'s)."""
+    from mechint.simulate import _advance
+
+    for f in (loop._integrate, loop._integrate_concrete, _advance):
+        f.clear_cache()
 
 
 def without_columns(f, *args):
@@ -172,8 +186,8 @@ def rows(quick: bool, dtype: str, bodies: int | None):
 
     def rk4_stages_on_columns(x):
         """RK4 (the tableau's sums in ``rk_step``'s order) with every stage's sums on the
-        columns: the vector field sees the stacked state and its result is split at once,
-        so each sum reads one column (a candidate for ``rk_step`` on a GPU)."""
+        columns: the vector field sees the stacked (B, 3) state and its result is split at
+        once (on one H100 two kernels a step: ``maps.map_columns`` says why)."""
         field = jax.vmap(top.vector_field)
         tab = rk4.tableau
 
@@ -314,7 +328,8 @@ def rows(quick: bool, dtype: str, bodies: int | None):
         ("RK4, members last (structure of arrays)", jax.jit(lambda x: members_last(x, rk4)),
          (x,)),
         ("RK4, the state as columns", jax.jit(lambda x: columns(x, rk4)), (x,)),
-        ("RK4, every stage's sums on the columns", jax.jit(rk4_stages_on_columns), (x,)),
+        ("RK4, every stage's sums on the columns, the field on (B, 3)",
+         jax.jit(rk4_stages_on_columns), (x,)),
         ("RK4, the step without a failure record", jax.jit(
             lambda x: jax.lax.fori_loop(0, S, lambda _, x: vrk4(top, x, h)[0], x)), (x,)),
         ("bare lax.scan, RK4 step", jax.jit(scan(lambda m: rk4_step(m, *a, h))), (x,)),
@@ -337,9 +352,62 @@ def rows(quick: bool, dtype: str, bodies: int | None):
     return out
 
 
+def compiled_unrolled(unroll: int, integrator, f, *args):
+    """``f`` compiled with a batch's state as columns and ``unroll`` steps of
+    ``integrator`` an iteration of the loop (its ``batch_unroll``)."""
+    cls = type(integrator)
+    had = cls.__dict__.get("batch_unroll")
+    cls.batch_unroll = unroll
+    try:
+        return compiled_with_columns(True, f, *args)
+    finally:
+        if had is None:
+            del cls.batch_unroll
+        else:
+            cls.batch_unroll = had
+
+
+def by_unroll(quick: bool, dtype: str):
+    """``integrate`` on a batch of Euler tops with the state as a (B, 3) array and as
+    columns, 1 to 16 steps an iteration of the loop (each map's ``batch_unroll`` is its
+    choice): body-steps/s and whether every variant gives the (B, 3) loop's bits."""
+    real = jnp.dtype(dtype)
+    on_gpu = jax.default_backend() == "gpu"
+    B, S = (10**2, 16) if quick else (10**6, 1000) if on_gpu else (10**4, 200)
+    top = jax.tree.map(lambda v: jnp.asarray(v, real), mi.systems.EulerTop((2.0, 1.0, 0.6667)))
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((B, 3)), real)
+    h = real.type(0.01)
+    unrolls = (1, 8) if quick else (1, 2, 4, 8, 16)
+    maps = [mi.integrators.Kahan(), mi.integrators.RK4()]
+    if not quick:
+        maps.append(mi.integrators.ExplicitEuler())
+    print(f"\nSteps an iteration, `integrate` on {B:.0e} Euler tops x {S} steps, {dtype}, "
+          f"{jax.devices()[0]}\n| map | (B, 3) array | "
+          + " | ".join(f"columns, {u} step an iteration" if u == 1 else f"{u}" for u in unrolls)
+          + " | bits |\n|---|---|" + "---|" * len(unrolls) + "---|")  # fmt: skip
+    for integrator in maps:
+
+        def run(x, integrator=integrator):
+            return mi.integrate(top, integrator, x, h, S).x[:, -1]
+
+        fns = [without_columns(run, x)]
+        fns += [compiled_unrolled(u, integrator, run, x) for u in unrolls]
+        rates, finals = [], []
+        for fn in fns:
+            t = best_of(lambda fn=fn: jax.block_until_ready(fn(x)), warm=True)
+            rates.append(f"{B * S / t.best:.3g}")
+            finals.append(np.asarray(t.result))
+        same = all(np.array_equal(f, finals[0], equal_nan=True) for f in finals)
+        chosen = type(integrator).batch_unroll
+        bits = "the same" if same else "differ"
+        print(f"| {integrator.name} ({chosen} on a GPU) | " + " | ".join(rates) + f" | {bits} |",
+              flush=True)  # fmt: skip
+
+
 def main(quick: bool = False, dtype: str = "float64", bodies: int | None = None) -> None:
     out = rows(quick, dtype, bodies)
     by_map(quick, dtype)
+    by_unroll(quick, dtype)
     rate = {name: v for name, v, _ in out}
     worst = max(dev for *_, dev in out)
     print(

@@ -10,6 +10,8 @@ import pytest
 
 import mechint as mi
 from mechint.integrators.base import Integrator, Reason, Traits, status
+from mechint.integrators.explicit_rk import ExplicitRungeKutta
+from mechint.maps import map_columns
 from tests.conftest import cache_size
 
 
@@ -343,11 +345,14 @@ def test_traced_loops_in_static_blocks_take_the_same_steps(top, monkeypatch):
 def test_batch_loops_on_columns_take_the_same_steps(monkeypatch):
     """On a GPU a batch's loop carries its state as columns (integrate.tracked_step,
     ``columns_of``): forced here on the CPU, with the static blocks as there, the same
-    states and failures as the (B, n) loop: bit for bit for the Euler top (Kahan; a member
-    that fails at its first step; ``integrate``'s loop and ``simulate``'s traced one) and
-    the discrete Lagrangian map's (3, 3) states; to round-off for two rigid bodies (a leaf
-    of 18 entries a member stays whole, the momenta go by columns) whose LGVI XLA
-    compiles differently."""
+    states and failures as the (B, n) loop: bit for bit for the Euler top (Kahan, 3 steps
+    an iteration of a save's 10; a member that fails at its first step; ``integrate``'s
+    loop and ``simulate``'s traced one), a forced Kepler problem whose state carries its
+    clock (RK4 with its stages' sums on the columns, 3 steps an iteration; an orbit that
+    starts at a speed of 1e308, whose first step overflows) and the discrete
+    Lagrangian map's (3, 3) states; to round-off for two rigid bodies (a leaf of 18
+    entries a member stays whole, the momenta go by columns) whose LGVI XLA compiles
+    differently."""
     from mechint.simulate import _advance
 
     loop = importlib.import_module("mechint.integrate")
@@ -358,8 +363,14 @@ def test_batch_loops_on_columns_take_the_same_steps(monkeypatch):
     pair = mi.systems.RigidBodies([(1.0, 2.0, 3.0), (2.0, 2.0, 3.0)])
     R, P = pair.example_state()
     rb0 = (np.stack([R, R]), np.stack([P, 0.5 * P]))
+    kepler = mi.systems.Kepler()
+    forced = mi.systems.Forced(kepler, lambda t, x: 0.01 * x[0])
+    e3, e5 = kepler.periapsis_state(0.3), kepler.periapsis_state(0.5)
+    fast = 1e308 * e5[1] / np.linalg.norm(e5[1])  # its first step overflows
+    kepler0 = (np.stack([e3[0], e5[0], e5[0]]), np.stack([e3[1], fast, e5[1]]))
     cases = [(top, mi.integrators.Kahan(), m0), (body, mi.integrators.DiscreteLagrangian(), M0),
-             (pair, mi.integrators.LieGroupVariational(), rb0)]  # fmt: skip
+             (pair, mi.integrators.LieGroupVariational(), rb0),
+             (forced, mi.integrators.RK4(), kepler0)]  # fmt: skip
     programs = [cast(Any, f) for f in (_advance, loop._integrate_concrete)]  # clear_cache
 
     def runs():
@@ -378,14 +389,30 @@ def test_batch_loops_on_columns_take_the_same_steps(monkeypatch):
     assert [len(c) if isinstance(c, tuple) else c.shape for c in cols] == [3, (4, 0), (4, 5, 5), 1]
     back = loop.from_columns(cols, x)
     assert all(np.array_equal(a, b) and a.shape == b.shape for a, b in zip(x, back, strict=True))
+    # a member's function on the columns (the members along the last axis of the small
+    # leaves): the same values as on the stacked members, in the same columns
+    x = (np.arange(12.0).reshape(4, 3), np.arange(100.0).reshape(4, 5, 5), np.arange(4.0))
+
+    def member(s):
+        return (s[0] * s[2] + s[0][::-1], s[1].T * s[0][1], jnp.sum(s[0]) * s[2])
+
+    got, want = jax.jit(
+        lambda x: (map_columns(member, x, loop.to_columns(x)), jax.vmap(member)(x))
+    )(x)
+    assert jax.tree.structure(got) == jax.tree.structure(loop.to_columns(want))
+    for u, v in zip(jax.tree.leaves(got), jax.tree.leaves(loop.to_columns(want)), strict=True):
+        assert np.array_equal(u, v)
     plain = runs()
     monkeypatch.setattr(loop, "_columns_in_loops", lambda: True)
     monkeypatch.setattr(loop, "_blocks_for_traced_loops", lambda: True)
     monkeypatch.setattr(Integrator, "batch_columns", True)  # every map, not only Kahan
+    for cls in (mi.integrators.Kahan, ExplicitRungeKutta):  # 3 steps an iteration, a rest
+        monkeypatch.setattr(cls, "batch_unroll", 3)
     on_gpu = runs()
     for f in programs:
         f.clear_cache()
-    assert list(plain[0][1]) == list(plain[-1][1]) == [-1, 1, -1]  # fails at its first step
+    for i in (0, 3, 4):  # the second top and the orbit at 1e308 fail at their first step
+        assert list(plain[i][1]) == [-1, 1, -1]
     for i, (p, got) in enumerate(zip(plain, on_gpu, strict=True)):
         assert list(p[1]) == list(got[1])
         for u, v in zip(jax.tree.leaves(p[0]), jax.tree.leaves(got[0]), strict=True):

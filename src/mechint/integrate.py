@@ -49,12 +49,13 @@ from mechint.events import (
     watched_step,
 )
 from mechint.maps import (
-    _UNROLLED_CHECK,
     Integrator,
     Reason,
+    from_columns,
     physical_time,
     require_serves,
     start_all,
+    to_columns,
 )
 from mechint.plan import check_integrator, check_system
 from mechint.systems.base import System
@@ -150,34 +151,12 @@ def tracked_step(system, integrator: Integrator, h, batched: bool, columns_of=No
         if columns_of is None:
             x_new, st = step(system, x, h)
         else:
-            x_new, st = step(system, from_columns(x, columns_of), h)
-            x_new = to_columns(x_new)
+            x_new, st = integrator.step_columns(system, x, columns_of, h)
         newly = (fail < 0) & ~st.ok
         fail = jnp.where(newly, (k + 1) * _CODES + st.reason.astype(fail.dtype), fail)
         return freeze(fail >= 0, x, x_new), k + 1, fail, fail_res
 
     return one_step
-
-
-def _column_leaf(a) -> bool:
-    """Whether a batch's leaf (members first) runs as columns (``to_columns``): one of
-    1 to 16 entries a member (an empty leaf has no columns to stack back)."""
-    return 0 < math.prod(a.shape[1:]) <= _UNROLLED_CHECK
-
-
-def to_columns(x):
-    """A batch's state with each small leaf (B, *shape) as the tuple of its columns, one
-    (B,) array per entry of a member (larger leaves as they are)."""
-    return jax.tree.map(lambda a: tuple(a.reshape(a.shape[0], -1).T) if _column_leaf(a) else a, x)
-
-
-def from_columns(cols, like):
-    """Inverse of ``to_columns``: the state in the layout of ``like``."""
-    leaves, tree = jax.tree.flatten(like)
-    return tree.unflatten(
-        jnp.stack(c, axis=-1).reshape(a.shape) if _column_leaf(a) else c
-        for a, c in zip(leaves, tree.flatten_up_to(cols), strict=True)
-    )
 
 
 def settle(system, integrator: Integrator, h, batched: bool, before, after):
@@ -250,13 +229,20 @@ def _loop_saves(system, integrator, carry, h, save_every, length: int, batched, 
     if watching:
         one_step = watched_step(one_step, watching, system, integrator, t0, h, batched)
 
+    unroll = integrator.batch_unroll if columns else 1
+
     def loop(c):
-        if isinstance(save_every, int) or not _blocks_for_traced_loops():
+        if isinstance(save_every, int):
+            return jax.lax.fori_loop(0, save_every, one_step, c, unroll=unroll)
+        if not _blocks_for_traced_loops():
             return jax.lax.fori_loop(0, save_every, one_step, c)
         # whole blocks of a static length, then the rest (the same steps in order)
         b = _TRACED_LOOP_BLOCK
         c = jax.lax.fori_loop(
-            0, save_every // b, lambda _, c: jax.lax.fori_loop(0, b, one_step, c), c
+            0,
+            save_every // b,
+            lambda _, c: jax.lax.fori_loop(0, b, one_step, c, unroll=unroll),
+            c,
         )
         return jax.lax.fori_loop(0, save_every % b, one_step, c)
 
@@ -293,14 +279,16 @@ def _blocks_for_traced_loops() -> bool:
 
 def _columns_in_loops() -> bool:
     """Whether a batch's loop carries its state as columns (``tracked_step``): on a GPU,
-    for a map whose ``batch_columns`` says so.  Measured on one H100 (2026-11-26; 10⁶
-    Euler tops, Kahan, 1000 steps, body-steps/s): ``integrate`` 1.86e10 -> 4.81e10 in
-    float64, 4.15e10 -> 9.90e10 in float32, against 6.3e10 and 1.12e11 for the bare
-    ``lax.scan`` of three columns; the same numbers bit for bit, a batch the same as its
-    members one by one.  On a CPU the columns gain nothing (one core, 10⁵ Euler tops ×
-    1000 steps: Kahan 3.3e8, RK4 1.9e8 body-steps/s either way) and change some maps'
-    arithmetic at round-off (RK4, the LGVI, RKMK over 130 steps: up to 8e-14), so there
-    they are off and a CPU run keeps its bits."""
+    for a map whose ``batch_columns`` says so, ``batch_unroll`` steps an iteration.
+    Measured on one H100 (10⁶ Euler tops, 1000 steps, body-steps/s, float64 / float32):
+    Kahan's ``integrate`` 1.86e10 / 4.15e10 as a (B, 3) array, 4.81e10 / 9.90e10 as
+    columns, 1.28e11 / 2.94e11 as columns eight steps an iteration (2026-11-26),
+    against 6.3e10 / 1.12e11 for the bare ``lax.scan`` of three columns;
+    RK4 6.6e9 / 1.5e10 -> 1.1e11 / 1.9e11.  The same numbers bit for bit, and in float64
+    a batch the same as its members one by one.  On a CPU the columns gain nothing (one
+    core, 10⁵ Euler tops × 1000 steps: Kahan 3.3e8, RK4 1.9e8 body-steps/s either way)
+    and change some maps' arithmetic at round-off (RK4, the LGVI, RKMK over 130 steps: up to
+    8e-14), so there they are off and a CPU run keeps its bits."""
     return jax.default_backend() == "gpu"
 
 

@@ -24,6 +24,7 @@ import abc
 import dataclasses
 import enum
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, NamedTuple, cast
 
@@ -125,6 +126,56 @@ def finite(x) -> Bool[Array, ""]:
     return functools.reduce(jnp.logical_and, checks, jnp.asarray(True))
 
 
+def _column_leaf(a) -> bool:
+    """Whether a batch's leaf (members first) runs as columns (``to_columns``): one of
+    1 to ``_UNROLLED_CHECK`` entries a member (an empty leaf has no columns to stack
+    back)."""
+    return 0 < math.prod(a.shape[1:]) <= _UNROLLED_CHECK
+
+
+def to_columns(x):
+    """A batch's state with each small leaf (B, *shape) as the tuple of its columns, one
+    (B,) array per entry of a member (larger leaves as they are): the layout of a batch's
+    loop on a GPU (``Integrator.step_columns``)."""
+    return jax.tree.map(lambda a: tuple(a.reshape(a.shape[0], -1).T) if _column_leaf(a) else a, x)
+
+
+def from_columns(cols, like):
+    """Inverse of ``to_columns``: the state in the layout of ``like``."""
+    leaves, tree = jax.tree.flatten(like)
+    return tree.unflatten(
+        jnp.stack(c, axis=-1).reshape(a.shape) if _column_leaf(a) else c
+        for a, c in zip(leaves, tree.flatten_up_to(cols), strict=True)
+    )
+
+
+def map_columns(f, like, *cols):
+    """``f`` of one member's states, on every member of the batches ``cols`` carried as
+    columns (``to_columns`` of batches shaped like ``like``); ``f`` returns a state of
+    that shape, given back as columns.  The members ride along the last axis of each
+    small leaf: the columns stack into rows, ``f`` reads its entries as rows and stacks
+    its result as rows, and XLA takes those stacks apart again without moving data.
+    With the members along the first axis, ``vmap`` puts a transpose between ``f``'s
+    stacked result and its columns, and a GPU's step is then several kernels (RK4 on 10⁶
+    Euler tops, one H100, float64: 1.4e10 body-steps/s with the members first, 2.5e10
+    with them last, the same as the field written on three scalars)."""
+    leaves, tree = jax.tree.flatten(like)
+    small = [_column_leaf(a) for a in leaves]
+    axes = tree.unflatten(-1 if s else 0 for s in small)
+
+    def rows(c):
+        return tree.unflatten(
+            jnp.stack(u).reshape(*a.shape[1:], a.shape[0]) if s else u
+            for a, s, u in zip(leaves, small, tree.flatten_up_to(c), strict=True)
+        )
+
+    y = jax.vmap(f, in_axes=(axes,) * len(cols), out_axes=axes)(*(rows(c) for c in cols))
+    return tree.unflatten(
+        tuple(b.reshape(-1, a.shape[0])) if s else b
+        for a, s, b in zip(leaves, small, tree.flatten_up_to(y), strict=True)
+    )
+
+
 def ok_status(x) -> StepStatus:
     """Status of an explicit step: fails (NON_FINITE) only if the new state is not finite."""
     good = finite(x)
@@ -205,13 +256,17 @@ class Integrator(abc.ABC):
     name: ClassVar[str] = "integrator"
     settings: ClassVar[tuple[Setting, ...]] = ()
     traits: Traits
-    # A batch's loop on a GPU carries the state as columns (``integrate.tracked_step``):
-    # True for the maps measured faster so on one H100 (``benchmarks/loop_variants.py``).
-    # Measured and left False (2026-11-26, integrate, body-steps/s, float64 / float32):
-    # RK4 10⁶ Euler tops 6.5e9 -> 4.2e9 / 1.5e10 either way (its stages' (B, 3) stacks
-    # stay kernels of their own); the implicit midpoint, the discrete Lagrangian map within
-    # ±3 %; the LGVI of one body 3.2e8 either way / 8.4e8 -> 7.6e8.
+    # A batch's loop on a GPU carries the state as columns (``integrate.tracked_step``,
+    # ``step_columns``): True for the maps measured faster so on one H100
+    # (``benchmarks/loop_variants.py``): Kahan's map and the explicit Runge–Kutta maps.
+    # Measured with the default ``step_columns`` and left False (2026-11-26, integrate,
+    # body-steps/s, float64 / float32): the implicit midpoint, the discrete Lagrangian
+    # map within ±3 %; the LGVI of one body 3.2e8 either way / 8.4e8 -> 7.6e8.
     batch_columns: ClassVar[bool] = False
+    # Steps a batch's loop runs an iteration when it carries the state as columns: more
+    # than one lets XLA fuse several steps into one kernel that keeps each member in
+    # registers between them (Kahan's map; ``integrate._loop_saves``).
+    batch_unroll: ClassVar[int] = 1
 
     def derived_traits(self) -> Traits:
         """The traits of this instance, from its settings (maps whose traits depend on
@@ -229,6 +284,17 @@ class Integrator(abc.ABC):
     @abc.abstractmethod
     def step(self, system, x, h) -> tuple[Any, StepStatus]:
         """One step x ↦ Φ_h(x) and its status (pure, jit- and vmap-safe)."""
+
+    def step_columns(self, system, cols, like, h) -> tuple[Any, StepStatus]:
+        """One step of a batch carried as columns (``to_columns`` of a batch shaped like
+        ``like``; ``batch_columns``): the new columns and each member's status.  This
+        default steps the members of the stacked batch and splits the result; a map
+        whose step is sums of a few vector fields may keep those sums on the columns,
+        so that XLA fuses the whole step (``ExplicitRungeKutta``)."""
+        x_new, st = jax.vmap(self.step, in_axes=(None, 0, None))(
+            system, from_columns(cols, like), h
+        )
+        return to_columns(x_new), st
 
     def preserved(self, system, x, h) -> dict[str, Any]:
         """The quantities this map keeps exactly on ``system``, evaluated at x."""
