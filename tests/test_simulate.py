@@ -346,13 +346,13 @@ def test_batch_loops_on_columns_take_the_same_steps(monkeypatch):
     """On a GPU a batch's loop carries its state as columns (integrate.tracked_step,
     ``columns_of``): forced here on the CPU, with the static blocks as there, the same
     states and failures as the (B, n) loop: bit for bit for the Euler top (Kahan, 3 steps
-    an iteration of a save's 10; a member that fails at its first step; ``integrate``'s
-    loop and ``simulate``'s traced one), a forced Kepler problem whose state carries its
-    clock (RK4 with its stages' sums on the columns, 3 steps an iteration; an orbit that
-    starts at a speed of 1e308, whose first step overflows) and the discrete
-    Lagrangian map's (3, 3) states; to round-off for two rigid bodies (a leaf of 18
-    entries a member stays whole, the momenta go by columns) whose LGVI XLA compiles
-    differently."""
+    an iteration of a save's 10: three and a rest; a member that fails at its first step;
+    ``integrate``'s traced loop and, under ``jax.jit``, its static one, and ``simulate``'s
+    traced one), a forced Kepler problem whose state carries its clock (RK4 with its
+    stages' sums on the columns, 3 steps an iteration; an orbit that starts at a speed of
+    1e308, whose first step overflows) and the discrete Lagrangian map's (3, 3) states;
+    to round-off for two rigid bodies (a leaf of 18 entries a member stays whole, the
+    momenta go by columns) whose LGVI XLA compiles differently."""
     from mechint.simulate import _advance
 
     loop = importlib.import_module("mechint.integrate")
@@ -371,15 +371,18 @@ def test_batch_loops_on_columns_take_the_same_steps(monkeypatch):
     cases = [(top, mi.integrators.Kahan(), m0), (body, mi.integrators.DiscreteLagrangian(), M0),
              (pair, mi.integrators.LieGroupVariational(), rb0),
              (forced, mi.integrators.RK4(), kepler0)]  # fmt: skip
-    programs = [cast(Any, f) for f in (_advance, loop._integrate_concrete)]  # clear_cache
+    loops = (_advance, loop._integrate_concrete, loop._integrate)
+    programs = [cast(Any, f) for f in loops]  # clear_cache
 
     def runs():
         for f in programs:  # the flags are read when the loops are traced
             f.clear_cache()
         out = []
-        for system, integrator, x0 in cases:
+        for system, integrator, x0 in cases:  # concrete input: a traced loop
             a = mi.integrate(system, integrator, x0, 0.05, 70, save_every=10)
             out.append((a.x, a.failed_step))
+        a = jax.jit(lambda x: mi.integrate(top, cases[0][1], x, 0.05, 70, 10))(m0)  # static
+        out.append((a.x, a.failed_step))
         b = mi.simulate(top, cases[0][1], m0, 0.05, 70, 10, throw=False)  # a traced loop
         return [*out, (b.x, b.failed_step)]
 
@@ -411,7 +414,7 @@ def test_batch_loops_on_columns_take_the_same_steps(monkeypatch):
     on_gpu = runs()
     for f in programs:
         f.clear_cache()
-    for i in (0, 3, 4):  # the second top and the orbit at 1e308 fail at their first step
+    for i in (0, 3, 4, 5):  # the second top and the orbit at 1e308 fail at their first step
         assert list(plain[i][1]) == [-1, 1, -1]
     for i, (p, got) in enumerate(zip(plain, on_gpu, strict=True)):
         assert list(p[1]) == list(got[1])

@@ -51,6 +51,7 @@ from mechint.events import (
 from mechint.maps import (
     Integrator,
     Reason,
+    _column_leaf,
     from_columns,
     physical_time,
     require_serves,
@@ -229,22 +230,29 @@ def _loop_saves(system, integrator, carry, h, save_every, length: int, batched, 
     if watching:
         one_step = watched_step(one_step, watching, system, integrator, t0, h, batched)
 
-    unroll = integrator.batch_unroll if columns else 1
+    # several steps an iteration where every leaf goes by columns (a larger leaf is not
+    # kept in registers between steps; the map's ``batch_unroll``)
+    small = columns and all(_column_leaf(a) for a in jax.tree.leaves(like))
+    unroll = integrator.batch_unroll if small else 1
+
+    def group(_, c):
+        return jax.lax.fori_loop(0, unroll, one_step, c, unroll=unroll)
+
+    def steps(c, n):  # n steps, unroll at a time (n traced: whole groups, then the rest)
+        if isinstance(n, int):
+            return jax.lax.fori_loop(0, n, one_step, c, unroll=unroll)
+        if unroll > 1:
+            c = jax.lax.fori_loop(0, n // unroll, group, c)
+            n = n % unroll
+        return jax.lax.fori_loop(0, n, one_step, c)
 
     def loop(c):
-        if isinstance(save_every, int):
-            return jax.lax.fori_loop(0, save_every, one_step, c, unroll=unroll)
-        if not _blocks_for_traced_loops():
-            return jax.lax.fori_loop(0, save_every, one_step, c)
+        if isinstance(save_every, int) or not _blocks_for_traced_loops():
+            return steps(c, save_every)
         # whole blocks of a static length, then the rest (the same steps in order)
         b = _TRACED_LOOP_BLOCK
-        c = jax.lax.fori_loop(
-            0,
-            save_every // b,
-            lambda _, c: jax.lax.fori_loop(0, b, one_step, c, unroll=unroll),
-            c,
-        )
-        return jax.lax.fori_loop(0, save_every % b, one_step, c)
+        c = jax.lax.fori_loop(0, save_every // b, lambda _, c: steps(c, b), c)
+        return steps(c, save_every % b)
 
     def segment(c):
         if not columns:
@@ -282,8 +290,9 @@ def _columns_in_loops() -> bool:
     for a map whose ``batch_columns`` says so, ``batch_unroll`` steps an iteration.
     Measured on one H100 (10⁶ Euler tops, 1000 steps, body-steps/s, float64 / float32):
     Kahan's ``integrate`` 1.86e10 / 4.15e10 as a (B, 3) array, 4.81e10 / 9.90e10 as
-    columns, 1.28e11 / 2.94e11 as columns eight steps an iteration (2026-11-26),
-    against 6.3e10 / 1.12e11 for the bare ``lax.scan`` of three columns;
+    columns (the second GPU session, 2026-11-26), 1.28e11 / 2.94e11 as columns eight
+    steps an iteration (the third, the same day), against 6.3e10 / 1.12e11 for the bare
+    ``lax.scan`` of three columns, one step an iteration;
     RK4 6.6e9 / 1.5e10 -> 1.1e11 / 1.9e11.  The same numbers bit for bit, and in float64
     a batch the same as its members one by one.  On a CPU the columns gain nothing (one
     core, 10⁵ Euler tops × 1000 steps: Kahan 3.3e8, RK4 1.9e8 body-steps/s either way)

@@ -265,7 +265,8 @@ class Integrator(abc.ABC):
     batch_columns: ClassVar[bool] = False
     # Steps a batch's loop runs an iteration when it carries the state as columns: more
     # than one lets XLA fuse several steps into one kernel that keeps each member in
-    # registers between them (Kahan's map; ``integrate._loop_saves``).
+    # registers between them (Kahan's map and the explicit Runge–Kutta maps: 8;
+    # ``integrate._loop_saves``, where every leaf of the state goes by columns).
     batch_unroll: ClassVar[int] = 1
 
     def derived_traits(self) -> Traits:
