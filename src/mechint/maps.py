@@ -149,12 +149,14 @@ def from_columns(cols, like):
     )
 
 
-def map_columns(f, like, *cols):
+def map_columns(f, like, *cols, extra: bool = False):
     """``f`` of one member's states, on every member of the batches ``cols`` carried as
     columns (``to_columns`` of batches shaped like ``like``); ``f`` returns a state of
-    that shape, given back as columns.  The members ride along the last axis of each
-    small leaf: the columns stack into rows, ``f`` reads its entries as rows and stacks
-    its result as rows, and XLA takes those stacks apart again without moving data.
+    that shape, given back as columns (``extra``: ``f`` returns (state, anything else),
+    given back as (columns, the rest with the members first): a step and its status).
+    The members ride along the last axis of each small leaf: the columns stack into
+    rows, ``f`` reads its entries as rows and stacks its result as rows, and XLA takes
+    those stacks apart again without moving data.
     With the members along the first axis, ``vmap`` puts a transpose between ``f``'s
     stacked result and its columns, and a GPU's step is then several kernels (RK4 on 10⁶
     Euler tops, one H100, float64: 1.4e10 body-steps/s with the members first, 2.5e10
@@ -169,11 +171,14 @@ def map_columns(f, like, *cols):
             for a, s, u in zip(leaves, small, tree.flatten_up_to(c), strict=True)
         )
 
-    y = jax.vmap(f, in_axes=(axes,) * len(cols), out_axes=axes)(*(rows(c) for c in cols))
-    return tree.unflatten(
+    out_axes = (axes, 0) if extra else axes
+    y = jax.vmap(f, in_axes=(axes,) * len(cols), out_axes=out_axes)(*(rows(c) for c in cols))
+    state, rest = y if extra else (y, None)
+    state = tree.unflatten(
         tuple(b.reshape(-1, a.shape[0])) if s else b
-        for a, s, b in zip(leaves, small, tree.flatten_up_to(y), strict=True)
+        for a, s, b in zip(leaves, small, tree.flatten_up_to(state), strict=True)
     )
+    return (state, rest) if extra else state
 
 
 def ok_status(x) -> StepStatus:
