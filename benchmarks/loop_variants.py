@@ -85,8 +85,10 @@ def last(a):
 
 def by_map(quick: bool, dtype: str):
     """``integrate`` on a batch of each map with the state as (B, n) arrays and as
-    columns, forced either way (what each map's ``batch_columns`` was decided from):
-    body-steps/s, and the largest difference of the final states (0: the same bits)."""
+    columns, forced either way (what each map's ``batch_columns`` was decided from), and
+    (not with ``quick``) as columns with the map's whole step on the members last
+    (``step_members_last``, a candidate default ``step_columns``): body-steps/s, and the
+    largest difference of the final states from the (B, n) arrays' (0: the same bits)."""
     real = jnp.dtype(dtype)
     on_gpu = jax.default_backend() == "gpu"
     rng = np.random.default_rng(1)
@@ -377,17 +379,20 @@ def compiled_unrolled(unroll: int, integrator, f, *args):
 def patched(cls, name: str, value):
     """``cls.name`` set to ``value`` (None: left as it is) inside the block, then put
     back as it was (inherited again where it was inherited)."""
-    had = cls.__dict__.get(name)
+    had = cls.__dict__.get(name, _INHERITED)
     if value is not None:
         setattr(cls, name, value)
     try:
         yield
     finally:
-        if had is None:
+        if had is _INHERITED:
             if name in cls.__dict__:
                 delattr(cls, name)
         else:
             setattr(cls, name, had)
+
+
+_INHERITED = object()  # ``patched``: the attribute was not the class's own
 
 
 def by_unroll(quick: bool, dtype: str):

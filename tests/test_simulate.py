@@ -346,13 +346,14 @@ def test_batch_loops_on_columns_take_the_same_steps(monkeypatch):
     """On a GPU a batch's loop carries its state as columns (integrate.tracked_step,
     ``columns_of``): forced here on the CPU, with the static blocks as there, the same
     states and failures as the (B, n) loop, bit for bit: the Euler top (Kahan, 3 steps an
-    iteration of a save's 10: three and a rest; a member that fails at its first step;
-    ``integrate``'s static loop under ``jax.jit`` and ``simulate``'s traced one); on
-    ``integrate``'s traced loop, the same tops forced, a state that carries its clock
-    (RK4 with its stages' sums on the columns, 3 steps an iteration), and the discrete
-    Lagrangian map's (3, 3) states; to round-off, two rigid bodies (a leaf of 18 entries
-    a member stays whole, the momenta go by columns) whose LGVI XLA compiles
-    differently."""
+    iteration; a member that fails at its first step; ``integrate``'s static loop under
+    ``jax.jit``, saves of 10: three and a rest, and ``simulate``'s traced one, saves of
+    70: a static block of 64, then two groups of three); on ``integrate``'s traced loop,
+    the same tops forced, a state that carries its clock (RK4 with its stages' sums on
+    the columns, 3 steps an iteration; saves of 70, and of 2, shorter than a group),
+    and the discrete Lagrangian map's (3, 3) states; to round-off, two rigid bodies (a
+    leaf of 18 entries a member stays whole, the momenta go by columns) whose LGVI XLA
+    compiles differently."""
     from mechint.simulate import _advance
 
     loop = importlib.import_module("mechint.integrate")
@@ -377,10 +378,11 @@ def test_batch_loops_on_columns_take_the_same_steps(monkeypatch):
         a = jax.jit(lambda x: mi.integrate(top, cases[0][1], x, 0.05, 70, 10))(m0)  # static
         out.append((a.x, a.failed_step))
         for system, integrator, x0 in cases[1:]:  # concrete input: a traced loop
-            a = mi.integrate(system, integrator, x0, 0.05, 70, save_every=10)
+            a = mi.integrate(system, integrator, x0, 0.05, 140, save_every=70)
             out.append((a.x, a.failed_step))
-        b = mi.simulate(top, cases[0][1], m0, 0.05, 70, 10, throw=False)  # a traced loop
-        return [*out, (b.x, b.failed_step)]
+        a = mi.integrate(forced, cases[3][1], m0, 0.05, 4, save_every=2)  # the same program
+        b = mi.simulate(top, cases[0][1], m0, 0.05, 140, 70, throw=False)  # a traced loop
+        return [*out, (a.x, a.failed_step), (b.x, b.failed_step)]
 
     # the layout itself: leaves of 1 to 16 entries a member go by columns, others whole
     x = (np.ones((4, 3)), np.zeros((4, 0)), np.ones((4, 5, 5)), np.arange(4.0))
@@ -410,7 +412,7 @@ def test_batch_loops_on_columns_take_the_same_steps(monkeypatch):
     on_gpu = runs()
     for f in programs:
         f.clear_cache()
-    for i in (0, 3, 4):  # the Euler tops: the second fails at its first step
+    for i in (0, 3, 4, 5):  # the Euler tops: the second fails at its first step
         assert list(plain[i][1]) == [-1, 1, -1]
     for i, (p, got) in enumerate(zip(plain, on_gpu, strict=True)):
         assert list(p[1]) == list(got[1])
