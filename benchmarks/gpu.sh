@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The ensemble and peer benchmarks on a GPU in float64 and float32, and the same code on
-# the same machine's CPU (JAX_PLATFORMS=cpu): the tables and the machine, in OUTDIR.
+# the same machine's CPU (JAX_PLATFORMS=cpu): the tables and the machine, in OUTDIR; on
+# the GPU also loop_variants.py (the loops, each map as (B, n) arrays or columns, steps
+# an iteration).
 #
 #     bash benchmarks/gpu.sh [OUTDIR]
 #
@@ -34,5 +36,10 @@ for where in ${WHERE:-gpu cpu}; do
         JAX_PLATFORMS=$plat timeout "${LIMIT:-100}" $py benchmarks/peers.py $quick \
             --dtype "$d" >> "$out/peers-$where.md" 2>&1
         echo "exit $?" >> "$out/peers-$where.md"
+        if [ "$where" = gpu ]; then  # the loops, by map and by steps an iteration
+            timeout "${LIMIT:-100}" $py benchmarks/loop_variants.py $quick --dtype "$d" \
+                >> "$out/loop-variants-gpu.md" 2>&1
+            echo "exit $?" >> "$out/loop-variants-gpu.md"
+        fi
     done
 done
