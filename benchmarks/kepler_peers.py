@@ -36,11 +36,9 @@ GOALS = (1e-8, 1e-10, 1e-12)
 
 
 def exact(q0, p0) -> np.ndarray:
-    out = []
-    for a, b in zip(q0, p0, strict=True):
-        q, p = mi.exact.kepler(KEPLER, (a, b), np.array([T]))
-        out.append(np.concatenate([np.ravel(q), np.ravel(p)]))
-    return np.stack(out)
+    """The orbits' exact states at T, one row (q, p) an orbit."""
+    q, p = mi.exact.kepler(KEPLER, (q0, p0), np.array([T]))
+    return np.concatenate([np.asarray(q)[:, -1], np.asarray(p)[:, -1]], axis=1)
 
 
 def median_error(z, want) -> float:

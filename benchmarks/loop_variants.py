@@ -36,7 +36,8 @@ from __future__ import annotations
 import argparse
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import nullcontext
+from unittest import mock
 
 import jax
 import jax.numpy as jnp
@@ -54,15 +55,15 @@ loop = sys.modules["mechint.integrate"]  # the module (mi.integrate is the funct
 def compiled_with_columns(on: bool, f, *args):
     """``f`` compiled with a batch's state as columns in its loops (``on``: for every
     map, whatever its ``batch_columns`` and the device) or as one (B, n) array."""
-    saved = loop._columns_in_loops, Integrator.batch_columns
-    loop._columns_in_loops = lambda: on
-    Integrator.batch_columns = on  # the maps that do not set it
-    try:
+    with (
+        mock.patch.object(loop, "_columns_in_loops", lambda: on),
+        mock.patch.object(Integrator, "batch_columns", on),  # the maps that do not set it
+    ):
         forget_loops()  # the flags are read when the loops are traced
-        return jax.jit(f).lower(*args).compile()
-    finally:
-        loop._columns_in_loops, Integrator.batch_columns = saved
-        forget_loops()
+        try:
+            return jax.jit(f).lower(*args).compile()
+        finally:
+            forget_loops()
 
 
 def forget_loops():
@@ -124,8 +125,12 @@ def by_map(quick: bool, dtype: str):
             def run(x, system=system, integrator=integrator, steps=steps):
                 return jax.tree.map(last, mi.integrate(system, integrator, x, 0.01, steps).x)
 
-            last_step = step_members_last if variant == "last" else None
-            with patched(type(integrator), "step_columns", last_step):
+            cls = type(integrator)
+            with (
+                mock.patch.object(cls, "step_columns", step_members_last)
+                if variant == "last"  # a candidate default for Integrator.step_columns
+                else nullcontext()
+            ):
                 fn = compiled_with_columns(variant != "array", run, x0)
             t = best_of(lambda fn=fn, x0=x0: jax.block_until_ready(fn(x0)), warm=True)
             n = jax.tree.leaves(x0)[0].shape[0]
@@ -371,28 +376,8 @@ def rows(quick: bool, dtype: str, bodies: int | None):
 def compiled_unrolled(unroll: int, integrator, f, *args):
     """``f`` compiled with a batch's state as columns and ``unroll`` steps of
     ``integrator`` an iteration of the loop (its ``batch_unroll``)."""
-    with patched(type(integrator), "batch_unroll", unroll):
+    with mock.patch.object(type(integrator), "batch_unroll", unroll):
         return compiled_with_columns(True, f, *args)
-
-
-@contextmanager
-def patched(cls, name: str, value):
-    """``cls.name`` set to ``value`` (None: left as it is) inside the block, then put
-    back as it was (inherited again where it was inherited)."""
-    had = cls.__dict__.get(name, _INHERITED)
-    if value is not None:
-        setattr(cls, name, value)
-    try:
-        yield
-    finally:
-        if had is _INHERITED:
-            if name in cls.__dict__:
-                delattr(cls, name)
-        else:
-            setattr(cls, name, had)
-
-
-_INHERITED = object()  # ``patched``: the attribute was not the class's own
 
 
 def by_unroll(quick: bool, dtype: str):
