@@ -26,7 +26,7 @@ import numpy as np
 from _timing import best_of
 from round_off import KEPLER, E, T, orbits
 from scipy.integrate import solve_ivp
-from work_precision import at_goal
+from work_precision import DIFFRAX, at_goal, diffrax_runs
 
 import mechint as mi
 
@@ -65,33 +65,20 @@ def mechint_points(integrator, compensated, counts, q0, p0, want):
 
 def diffrax_points(tols, z0, want):
     """{name: [(median error, seconds)]} for Tsit5 and Dopri8, or None without diffrax."""
-    try:
-        import diffrax as dfx
-    except ImportError:
-        return None
 
     def field(t, z, args):
         r = jnp.sqrt(z[0] ** 2 + z[1] ** 2)
         return jnp.stack([z[2], z[3], -z[0] / r**3, -z[1] / r**3])
 
+    one, many = diffrax_runs(T, False, field), diffrax_runs(T, True, field)
+    if one is None:
+        return None
     out = {}
-    for name in ("Tsit5", "Dopri8"):
-        solver = getattr(dfx, name)()
-
-        def solve(z, tol, solver=solver):
-            sol = dfx.diffeqsolve(
-                dfx.ODETerm(field), solver, 0.0, T, None, z, max_steps=None,
-                stepsize_controller=dfx.PIDController(rtol=tol, atol=tol),
-                saveat=dfx.SaveAt(t1=True),
-            )  # fmt: skip
-            return sol.ys[-1]
-
-        one, many = jax.jit(solve), jax.jit(jax.vmap(solve, in_axes=(0, None)))
+    for name in DIFFRAX:
         points = []
         for tol in tols:
-            tol = jnp.asarray(tol)
-            timing = best_of(lambda t=tol, f=one: jax.block_until_ready(f(z0[0], t)), 3, warm=True)
-            points.append((median_error(many(z0, tol), want), timing.best))
+            timing = best_of(lambda t=tol, f=one[name]: f(z0[0], t), 3, warm=True)
+            points.append((median_error(many[name](z0, tol), want), timing.best))
         out[f"diffrax {name}"] = points
     return out
 

@@ -99,18 +99,21 @@ def dop853(m0, T, tol):
 DIFFRAX = ("Tsit5", "Dopri8")
 
 
-def diffrax_runs(T: float, batch: bool):
-    """A compiled adaptive diffrax solve of the Euler top to T for each of ``DIFFRAX``
-    (None where diffrax is not installed): ``run(m0, tol)``, rtol = atol = tol traced,
-    so the sweep compiles once."""
+def top_field(t, m, args):
+    """The Euler top's field in diffrax's signature."""
+    a = jnp.asarray(TOP.coefficients)
+    return jnp.stack([a[0] * m[1] * m[2], a[1] * m[2] * m[0], a[2] * m[0] * m[1]])
+
+
+def diffrax_runs(T: float, batch: bool, field=top_field):
+    """A compiled adaptive diffrax solve of ``field`` (diffrax's ``f(t, y, args)``; the
+    Euler top's by default) to T for each of ``DIFFRAX`` (None where diffrax is not
+    installed): ``run(y0, tol)``, rtol = atol = tol traced, so the sweep compiles once."""
     try:
         import diffrax as dfx
     except ImportError:
         return None
-    a = jnp.asarray(TOP.coefficients)
-    term = dfx.ODETerm(
-        lambda t, m, args: jnp.stack([a[0] * m[1] * m[2], a[1] * m[2] * m[0], a[2] * m[0] * m[1]])
-    )
+    term = dfx.ODETerm(field)
 
     def make(solver):
         def one(m0, tol):

@@ -235,14 +235,11 @@ def _loop_saves(system, integrator, carry, h, save_every, length: int, batched, 
     small = columns and all(_column_leaf(a) for a in jax.tree.leaves(like))
     unroll = integrator.batch_unroll if small else 1
 
-    def group(_, c):
-        return jax.lax.fori_loop(0, unroll, one_step, c, unroll=unroll)
-
     def steps(c, n):  # n steps, unroll at a time (n traced: whole groups, then the rest)
         if isinstance(n, int):
             return jax.lax.fori_loop(0, n, one_step, c, unroll=unroll)
         if unroll > 1:
-            c = jax.lax.fori_loop(0, n // unroll, group, c)
+            c = jax.lax.fori_loop(0, n // unroll, lambda _, c: steps(c, unroll), c)
             n = n % unroll
         return jax.lax.fori_loop(0, n, one_step, c)
 
