@@ -133,19 +133,37 @@ def _column_leaf(a) -> bool:
     return 0 < math.prod(a.shape[1:]) <= _UNROLLED_CHECK
 
 
-def to_columns(x):
-    """A batch's state with each small leaf (B, *shape) as the tuple of its columns, one
-    (B,) array per entry of a member (larger leaves as they are): the layout of a batch's
-    loop on a GPU (``Integrator.step_columns``)."""
-    return jax.tree.map(lambda a: tuple(a.reshape(a.shape[0], -1).T) if _column_leaf(a) else a, x)
-
-
-def from_columns(cols, like):
-    """Inverse of ``to_columns``: the state in the layout of ``like``."""
+def to_columns(x, like=None, *, last: bool = False):
+    """A batch's state with each small leaf as the tuple of its columns, one (B,) array
+    per entry of a member (larger leaves as they are): the layout of a batch's loop on a
+    GPU (``Integrator.step_columns``).  The leaves of x have their members first,
+    (B, *shape), or with ``last`` along their last axis, (*shape, B) (``map_columns``);
+    ``like`` (default x) is the batch, members first, that says which leaves are small."""
+    like = x if like is None else like
     leaves, tree = jax.tree.flatten(like)
+
+    def split(a, b):
+        if not _column_leaf(a):
+            return b
+        return tuple(b.reshape(-1, a.shape[0]) if last else b.reshape(a.shape[0], -1).T)
+
+    return tree.unflatten(split(a, b) for a, b in zip(leaves, tree.flatten_up_to(x), strict=True))
+
+
+def from_columns(cols, like, *, last: bool = False):
+    """Inverse of ``to_columns``: the state in the layout of ``like`` (members first), or
+    with ``last`` each small leaf with its members along its last axis, (*shape, B)."""
+    leaves, tree = jax.tree.flatten(like)
+
+    def stack(a, c):
+        if not _column_leaf(a):
+            return c
+        if last:
+            return jnp.stack(c).reshape(*a.shape[1:], a.shape[0])
+        return jnp.stack(c, axis=-1).reshape(a.shape)
+
     return tree.unflatten(
-        jnp.stack(c, axis=-1).reshape(a.shape) if _column_leaf(a) else c
-        for a, c in zip(leaves, tree.flatten_up_to(cols), strict=True)
+        stack(a, c) for a, c in zip(leaves, tree.flatten_up_to(cols), strict=True)
     )
 
 
@@ -154,30 +172,21 @@ def map_columns(f, like, *cols, extra: bool = False):
     columns (``to_columns`` of batches shaped like ``like``); ``f`` returns a state of
     that shape, given back as columns (``extra``: ``f`` returns (state, anything else),
     given back as (columns, the rest with the members first): a step and its status).
-    The members ride along the last axis of each small leaf: the columns stack into
-    rows, ``f`` reads its entries as rows and stacks its result as rows, and XLA takes
-    those stacks apart again without moving data.
+    The members ride along the last axis of each small leaf (``last`` of ``to_columns``
+    and ``from_columns``): the columns stack into rows, ``f`` reads its entries as rows
+    and stacks its result as rows, and XLA takes those stacks apart again without
+    moving data.
     With the members along the first axis, ``vmap`` puts a transpose between ``f``'s
     stacked result and its columns, and a GPU's step is then several kernels (RK4 on 10⁶
     Euler tops, one H100, float64: 1.4e10 body-steps/s with the members first, 2.5e10
     with them last, the same as the field written on three scalars)."""
     leaves, tree = jax.tree.flatten(like)
-    small = [_column_leaf(a) for a in leaves]
-    axes = tree.unflatten(-1 if s else 0 for s in small)
-
-    def rows(c):
-        return tree.unflatten(
-            jnp.stack(u).reshape(*a.shape[1:], a.shape[0]) if s else u
-            for a, s, u in zip(leaves, small, tree.flatten_up_to(c), strict=True)
-        )
-
+    axes = tree.unflatten(-1 if _column_leaf(a) else 0 for a in leaves)
     out_axes = (axes, 0) if extra else axes
-    y = jax.vmap(f, in_axes=(axes,) * len(cols), out_axes=out_axes)(*(rows(c) for c in cols))
+    rows = (from_columns(c, like, last=True) for c in cols)
+    y = jax.vmap(f, in_axes=(axes,) * len(cols), out_axes=out_axes)(*rows)
     state, rest = y if extra else (y, None)
-    state = tree.unflatten(
-        tuple(b.reshape(-1, a.shape[0])) if s else b
-        for a, s, b in zip(leaves, small, tree.flatten_up_to(state), strict=True)
-    )
+    state = to_columns(state, like, last=True)
     return (state, rest) if extra else state
 
 
@@ -325,6 +334,18 @@ class Integrator(abc.ABC):
         d, st = self.increment(system, x, h)
         x, e = compensated_add(x, e, d)
         return x, e, st
+
+    def merges_stages(self, system) -> bool:
+        """Whether a composition of this map's steps on ``system`` (``Composition``)
+        runs as one sequence of updates with adjacent ones merged (``merged_stages``):
+        Störmer–Verlet on a separable H, whose adjacent kicks act at the same point."""
+        return False
+
+    def merged_stages(self, system, x, h, gamma, e=None) -> tuple[Any, Any, StepStatus]:
+        """Φ_{γ_s h} ∘ ... ∘ Φ_{γ_1 h}(x) as (x, e, status), where ``merges_stages``: with
+        ``e`` (the correction of compensated summation) every update added so, else e
+        comes back None."""
+        raise NotImplementedError(f"{type(self).__name__} merges no stages")
 
     def forms_increment(self, system) -> bool:
         """Whether ``increment`` forms Φ_h(x) − x directly on ``system`` (its rounding

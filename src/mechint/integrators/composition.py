@@ -16,9 +16,10 @@ recomputes shared subexpressions), so it is not offered.
 
 Of Störmer–Verlet on a separable H the stages are kicks and drifts, and the last kick of
 a stage and the first of the next act at the same point: they run merged
-(``stages.advance_leapfrog``), one force a stage and one more, against two a stage one
-by one (Kepler, one trajectory, ``benchmarks/round_off.py``: Sofroniou–Spaletta-10
-1.00e6 -> 1.21e6 steps/s, Yoshida-4 8.4e6 -> 1.11e7), the same map to round-off.
+(``StormerVerlet.merged_stages``, ``stages.advance_leapfrog``), one force a stage and one
+more, against two a stage one by one (Kepler, one trajectory, ``benchmarks/round_off.py``:
+Sofroniou–Spaletta-10 1.00e6 -> 1.21e6 steps/s, Yoshida-4 8.4e6 -> 1.11e7), the same map
+to round-off.  The base map says whether its stages merge (``Integrator.merges_stages``).
 """
 
 from __future__ import annotations
@@ -98,23 +99,18 @@ class Composition(Integrator):
     def cannot_serve(self, system) -> str | None:
         return self.base.cannot_serve(system)
 
-    def _leapfrog(self, system) -> bool:
-        """Whether the stages are Störmer–Verlet's kicks and drifts on ``system`` (then
-        run as ``stages.advance_leapfrog``, adjacent kicks merged)."""
-        return isinstance(self.base, StormerVerlet) and self.base.splits(system)
-
     def step(self, system, x, h) -> tuple[object, StepStatus]:
-        if self._leapfrog(system):
-            x, _, st = stages.advance_leapfrog(system, x, h, self.gamma)
+        if self.base.merges_stages(system):
+            x, _, st = self.base.merged_stages(system, x, h, self.gamma)
             return x, st
         return stages.advance(system, x, h, [(self.base, g) for g in self.gamma])
 
     def compensated_step(self, system, x, e, h) -> tuple[object, object, StepStatus]:
-        """Of Störmer–Verlet on a separable H, every kick and drift added by compensated
-        summation (``stages.advance_leapfrog``); otherwise the stages' summed increment
-        once (``Integrator.compensated_step``)."""
-        if self._leapfrog(system):
-            return stages.advance_leapfrog(system, x, h, self.gamma, e)
+        """Where the base merges its stages (Störmer–Verlet on a separable H), every
+        update added by compensated summation (``Integrator.merged_stages``); otherwise
+        the stages' summed increment once (``Integrator.compensated_step``)."""
+        if self.base.merges_stages(system):
+            return self.base.merged_stages(system, x, h, self.gamma, e)
         return super().compensated_step(system, x, e, h)
 
     def increment(self, system, x, h) -> tuple[object, StepStatus]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar, final
 
-from mechint.integrators import forced
+from mechint.integrators import forced, stages
 from mechint.integrators.symplectic_euler import implicit_half, momentum_update
 from mechint.maps import (
     ImplicitIntegrator,
@@ -87,6 +87,15 @@ class StormerVerlet(ImplicitIntegrator):
 
     def forms_increment(self, system) -> bool:
         return self.splits(system)
+
+    def merges_stages(self, system) -> bool:
+        """On a separable H a composition's stages are kicks and drifts, and the last
+        kick of a stage and the first of the next act at the same point."""
+        return self.splits(system)
+
+    def merged_stages(self, system, x, h, gamma, e=None):
+        """One kick, then a drift and a merged kick per stage (``stages.advance_leapfrog``)."""
+        return stages.advance_leapfrog(system, x, h, gamma, e)
 
     def preserved(self, system, x, h) -> dict:
         return kept(system, forced.kept_momenta(system), x)
