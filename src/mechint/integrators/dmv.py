@@ -33,7 +33,6 @@ import jax.numpy as jnp
 
 from mechint.lie import so3
 from mechint.maps import Reason, combine, status
-from mechint.solvers.linear import matmul
 
 ORDERS = (2, 4, 6, 8, 10)
 
@@ -154,9 +153,9 @@ def solve_c(m, I, h, *, rtol: float = 1e-14, max_iter: int = 20):
     on (B,) arrays, with no stacking, rolling or transposing of (B, 3) ones.  Measured
     on the 2-core CPU against the iteration on the stacked c, ``integrate`` of the free
     body under ``jax.jit`` (h = 0.01): 10⁵ bodies × 100 steps 5.4e6 -> 9.6e6 to 1.0e7
-    body-steps/s (``simulate``: docs/performance.md); one body,
-    10⁵ steps, 1.4e6 -> 1.8e6 steps/s (order 10: 1.0e6 -> 1.2e6).  Outside the
-    iteration, the stacked forms were faster (the residual on entries there: 7.5e6)."""
+    body-steps/s; one body, 10⁵ steps, 1.4e6 -> 1.8e6 steps/s (order 10: 1.0e6 -> 1.2e6);
+    the whole step's gain, ``simulate``, in docs/performance.md.  Outside the iteration
+    the stacked forms were faster (the residual on entries there: 7.5e6)."""
     rtol = max(rtol, 8.0 * float(jnp.finfo(m.dtype).eps))  # as ``solvers.Newton``
     av = 0.5 * h * m / I
     I1, I2, I3 = I[..., 0], I[..., 1], I[..., 2]
@@ -213,11 +212,18 @@ def solve_c(m, I, h, *, rtol: float = 1e-14, max_iter: int = 20):
     return c, converged, res
 
 
-def rotation(c):
-    """W = R((1, c)): the rotation of the unnormalized quaternion (1, c)."""
-    cx = so3.hat(c)
-    alpha = 1.0 + jnp.sum(c * c, axis=-1)[..., None, None]
-    return jnp.eye(3, dtype=c.dtype) + (2.0 / alpha) * (cx + matmul(cx, cx))
+def rotation_entries(c):
+    """The rows of entries of W = R((1, c)) = 1 + (2/α)(ĉ + ĉ²), α = 1 + |c|² (the
+    rotation of the unnormalized quaternion (1, c)), from the entries of c.  Written on
+    entries, so that the branch test reads them without a stacked W in between (10⁵ free
+    bodies × 100 steps, the 2-core CPU: 9.5e6–1.0e7 -> 1.1e7 body-steps/s)."""
+    c1, c2, c3 = c
+    s = 2.0 / (1.0 + (c1 * c1 + c2 * c2 + c3 * c3))
+    return (
+        (1.0 + s * (-(c3 * c3) - c2 * c2), s * (-c3 + c2 * c1), s * (c2 + c3 * c1)),
+        (s * (c3 + c1 * c2), 1.0 + s * (-(c3 * c3) - c1 * c1), s * (-c1 + c3 * c2)),
+        (s * (-c2 + c1 * c3), s * (c1 + c2 * c3), 1.0 + s * (-(c2 * c2) - c1 * c1)),
+    )
 
 
 def step(m, I, h, order: int, *, rtol: float = 1e-14, max_iter: int = 20, check_branch=True):
@@ -227,24 +233,25 @@ def step(m, I, h, order: int, *, rtol: float = 1e-14, max_iter: int = 20, check_
     c, converged, res = solve_c(m, I_mod, h, rtol=rtol, max_iter=max_iter)
     q = jnp.concatenate([jnp.ones_like(c[..., :1]), -c], axis=-1)  # Wᵀ
     m_next = so3.rotate(q, m)
-    W = rotation(c)
+    w = rotation_entries((c[..., 0], c[..., 1], c[..., 2]))
+    W = jnp.stack([jnp.stack(row, axis=-1) for row in w], axis=-2)
     st = status(converged, res, Reason.NOT_CONVERGED)
     if check_branch:
         J = 0.5 * jnp.sum(I_mod, axis=-1, keepdims=True) - I_mod
-        st = combine([st, status(on_branch(W, J), res, Reason.WRONG_BRANCH)])
+        st = combine([st, status(on_branch(w, J), res, Reason.WRONG_BRANCH)])
     return m_next, c, W, st
 
 
-def on_branch(W, J):
+def on_branch(w, J):
     """Whether every eigenvalue of J⁻¹W has a positive real part (the branch W → I, see
-    ``discrete_lagrangian``), for diagonal J ≥ 0 (a planar body, I_k = I_i + I_j, has
-    J_k = 0).  The roots of det(sJ + W) = a3 s³ + a2 s² + a1 s + a0 must lie in the
-    left half-plane: a2, a1, a0 > 0 and a2 a1 > a3 a0 (Routh–Hurwitz; as J_k → 0 one
-    root goes to −∞ exactly when a2 > 0, and the conditions become the quadratic's).
-    For J > 0 it is ``solvers.linear.positive_stable(W / J[:, None])``."""
-    W = jax.lax.stop_gradient(W)
+    ``discrete_lagrangian``), W given by its rows of entries w (``rotation_entries``), for
+    diagonal J ≥ 0 (a planar body, I_k = I_i + I_j, has J_k = 0).  The roots of
+    det(sJ + W) = a3 s³ + a2 s² + a1 s + a0 must lie in the left half-plane: a2, a1,
+    a0 > 0 and a2 a1 > a3 a0 (Routh–Hurwitz; as J_k → 0 one root goes to −∞ exactly when
+    a2 > 0, and the conditions become the quadratic's).  For J > 0 it is
+    ``solvers.linear.positive_stable(W / J[:, None])``."""
+    w = jax.tree.map(jax.lax.stop_gradient, w)
     J1, J2, J3 = J[..., 0], J[..., 1], J[..., 2]
-    w = [[W[..., i, j] for j in range(3)] for i in range(3)]
     a3 = J1 * J2 * J3
     a2 = J1 * J2 * w[2][2] + J1 * J3 * w[1][1] + J2 * J3 * w[0][0]
     a1 = (
