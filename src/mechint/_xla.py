@@ -1,4 +1,6 @@
-"""XLA's CPU compiler, set for step loops before JAX starts its backends.
+"""XLA's CPU compiler, set for step loops: a process-wide threshold before JAX starts its
+backends (``set_small_loops``, opt-in), and the compile options of mechint's own loop
+programs (``loop_jit``, ``LOOP_OPTIONS``: no YNNPACK library fusions).
 
 XLA's CPU backend runs a ``while`` loop either as a sequence of kernels launched one by
 one every iteration (a "thunk" each, tens of ns apiece), or, when the loop's body
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from typing import Any
 
 SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
 ENVIRONMENT = "MECHINT_SMALL_LOOP_BYTES"
@@ -61,3 +64,83 @@ def set_small_loops() -> bool:
         return False
     os.environ["XLA_FLAGS"] = f"{flags} {extra}".strip()
     return True
+
+
+# XLA's CPU backend hands some reductions and elementwise fusions to the YNNPACK library
+# ("ynn fusions"): a sum or a maximum over a member's three entries under ``vmap`` becomes
+# a library call, several a step in a batch's loop.  mechint's own step loops are
+# compiled without them (a compile option of those programs only, not a process-wide
+# flag), measured on the 2-core CPU, 2026-11-27, body-steps/s: ``integrate`` of 10⁵ free
+# bodies × 100 discrete Lagrangian steps 1.1e7 -> 2.5e7, of 10⁴ × 200 LGVI steps 7.6e6 ->
+# 1.15e7, of the heavy top's discrete Lagrangian map 1.17e7 -> 1.62e7; Kahan's map, RK4,
+# the midpoint rule and the heavy top's splitting as fast either way.  The bits change at
+# round-off (docs/concepts.md).  XLA versions without the option compile as before.
+LOOP_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+
+
+def _loop_options() -> dict:
+    """``LOOP_OPTIONS`` where this XLA knows them, else none (asked once, by compiling a
+    one-operation program: the backends have started by then, at the first loop)."""
+    global _LOOP_OPTIONS_HERE
+    if _LOOP_OPTIONS_HERE is None:
+        import jax
+        import jax.numpy as jnp
+
+        try:
+            jax.jit(jnp.negative, compiler_options=LOOP_OPTIONS).lower(jnp.zeros(())).compile()
+            _LOOP_OPTIONS_HERE = dict(LOOP_OPTIONS)
+        except Exception:  # an XLA without the option, or a jax.jit without options
+            _LOOP_OPTIONS_HERE = {}
+    return _LOOP_OPTIONS_HERE
+
+
+_LOOP_OPTIONS_HERE: dict | None = None
+
+
+def _top_level() -> bool:
+    """Whether no JAX trace is under way (jax.jit takes compile options only there)."""
+    from jax._src import core
+
+    clean = getattr(core, "trace_state_clean", None)
+    return clean is not None and bool(clean())
+
+
+class loop_jit:  # used as a decorator, like jax.jit
+    """``jax.jit(fun, **kwargs)`` compiled with ``LOOP_OPTIONS`` where the installed XLA
+    knows them: mechint's step-loop programs.  Called inside a user's ``jax.jit``,
+    ``vmap`` or ``grad``, it is a plain ``jax.jit`` (JAX takes compile options at the top
+    level only: the user's program is compiled with the user's options).  The jitted
+    functions are made at the first call (asking XLA then, not at import, when no backend
+    has started); other attributes (``lower``, ...) are the top-level one's."""
+
+    def __init__(self, fun=None, **kwargs):
+        self._fun, self._kwargs = fun, kwargs
+        self._jitted: dict = {}
+
+    def __call__(self, *args, **kwargs) -> Any:
+        if self._fun is None:  # @loop_jit(static_argnames=...)
+            return loop_jit(args[0], **self._kwargs)
+        return self._get(_top_level())(*args, **kwargs)
+
+    def _get(self, top: bool = True) -> Any:
+        if top not in self._jitted:
+            import jax
+
+            assert self._fun is not None
+
+            options = _loop_options() if top else {}
+            extra = {"compiler_options": options} if options else {}  # an older jax.jit
+            self._jitted[top] = jax.jit(self._fun, **extra, **self._kwargs)  # takes none
+        return self._jitted[top]
+
+    def clear_cache(self) -> None:
+        for jitted in self._jitted.values():
+            jitted.clear_cache()
+
+    def _cache_size(self) -> int:  # JAX's (private) count of compiled programs
+        return sum(jitted._cache_size() for jitted in self._jitted.values())
+
+    def __getattr__(self, name) -> Any:
+        if name in ("_fun", "_kwargs", "_jitted"):  # not yet set (unpickling)
+            raise AttributeError(name)
+        return getattr(self._get(), name)

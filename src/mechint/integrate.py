@@ -35,6 +35,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from mechint import _validate
+from mechint._xla import loop_jit
 from mechint.errors import InputError
 from mechint.events import (
     Watch,
@@ -500,10 +501,8 @@ def _chunk_jvp(integrator, batched, length, every, primals, tangents):
     return (final, saved), (d_final, d_saved)
 
 
-@partial(
-    jax.jit, static_argnames=("integrator", "steps", "save_every", "batched", "checkpoint",
-                              "watching"),
-)  # fmt: skip
+@loop_jit(static_argnames=("integrator", "steps", "save_every", "batched", "checkpoint",
+                           "watching"))  # fmt: skip
 def _integrate(system, integrator, x0, h, t0, at=None, *, steps, save_every, batched, checkpoint,
                watching=None):  # fmt: skip
     """``integrate`` under a transform: ``steps`` and ``save_every`` static (a derivative
@@ -518,7 +517,7 @@ def _integrate(system, integrator, x0, h, t0, at=None, *, steps, save_every, bat
                      watching, at)  # fmt: skip
 
 
-@partial(jax.jit, static_argnames=("integrator", "n_saves", "batched", "watching"))
+@loop_jit(static_argnames=("integrator", "n_saves", "batched", "watching"))
 def _integrate_concrete(system, integrator, x0, h, t0, every, at=None, *, n_saves, batched,
                         watching=None):  # fmt: skip
     """``integrate`` on concrete input (nothing to differentiate): the save interval is
@@ -537,7 +536,7 @@ def _integrate_concrete(system, integrator, x0, h, t0, every, at=None, *, n_save
     return sol, start, carry
 
 
-settle_failures = jax.jit(settle, static_argnames=("integrator", "batched"))
+settle_failures = loop_jit(settle, static_argnames=("integrator", "batched"))
 
 
 def _start(system, x0, integrator, t0, batched: bool, watching=None, at=None):

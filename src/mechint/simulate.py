@@ -32,6 +32,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from mechint import _validate
+from mechint._xla import loop_jit
 from mechint.errors import InputError, StepFailure
 from mechint.events import Crossings, Watching, initial_watch, locate, saved_at, stopped_steps
 from mechint.integrate import blank_failed, decode, initial_carry, run_saves, settle_failures
@@ -91,7 +92,7 @@ def capacity(n_saves: int, numbers: int = 1) -> int:
     return 16 * floor if size <= 16 * floor else size
 
 
-@partial(jax.jit, static_argnames=("integrator", "capacity", "batched", "watching"))
+@loop_jit(static_argnames=("integrator", "capacity", "batched", "watching"))
 def _advance(system, integrator, carry, h, save_every, n_saves, t0=None, *, capacity, batched,
              watching=None):  # fmt: skip
     """``n_saves`` (≤ ``capacity``) × ``save_every`` steps from ``carry`` (the loop shared
@@ -119,12 +120,12 @@ def _advance(system, integrator, carry, h, save_every, n_saves, t0=None, *, capa
     return state, saved, summary
 
 
-@partial(jax.jit, static_argnames=("integrator", "events", "batched"))
+@loop_jit(static_argnames=("integrator", "events", "batched"))
 def _locate(system, integrator, h, t0, watch, *, events, batched):
     return locate(system, integrator, h, t0, events, watch, batched)
 
 
-@partial(jax.jit, static_argnames=("integrator", "batched", "steps"))
+@loop_jit(static_argnames=("integrator", "batched", "steps"))
 def _saved_at(system, integrator, h, tau, watch, ends, end_tau, *, batched, steps):
     # the wrappers' parts too: ``_trajectory`` peels them, as from the samples
     return saved_at(system, integrator, h, tau, watch, ends, end_tau, batched, steps, whole=True)
