@@ -2,6 +2,7 @@
 and a warning (not a silent no-op) when it cannot take effect."""
 
 import warnings
+from typing import Any
 
 import jax
 import pytest
@@ -63,6 +64,7 @@ def test_loops_compile_without_xlas_library_fusions_and_nest_in_a_users_jit():
     def norms(x):
         return jax.vmap(lambda v: jnp.sum(v * v))(x)
 
+    assert _xla._top_level()  # else every loop would take the plain jit, options unused
     x = jnp.linspace(0.0, 1.0, 3000).reshape(1000, 3)
     mine = _xla.loop_jit(norms)
     program = str(mine.lower(x).compile().as_text())
@@ -71,7 +73,11 @@ def test_loops_compile_without_xlas_library_fusions_and_nest_in_a_users_jit():
         assert _xla._loop_options() == _xla.LOOP_OPTIONS
     if _xla._loop_options():
         assert "ynn" not in program
-    assert np.array_equal(mine(x), jax.jit(norms, compiler_options=_xla._loop_options())(x))
+    options = _xla._loop_options()
+    extra: dict[str, Any] = {"compiler_options": options} if options else {}
+    same = jax.jit(norms, **extra)
+    assert np.array_equal(mine(x), same(x))
+    assert mine._jitted[True]._cache_size() == 1  # the call at the top level took the options
     assert np.allclose(jax.jit(mine)(x), mine(x), rtol=1e-15, atol=0)
     assert np.allclose(jax.vmap(mine)(x[None])[0], mine(x), rtol=1e-15, atol=0)
     assert set(mine._jitted) == {True, False}  # the top-level jit and the nested one
@@ -81,6 +87,8 @@ def test_loops_compile_without_xlas_library_fusions_and_nest_in_a_users_jit():
     loop = sys.modules["mechint.integrate"]
     for f in (loop._integrate, loop._integrate_concrete, loop.settle_failures, _advance):
         assert isinstance(f, _xla.loop_jit)
+    assert loop.settle_failures.__name__ == "settle"
+    assert loop.settle_failures.__doc__ == loop.settle.__doc__
     # the discrete Lagrangian map, whose step sums over three entries: on concrete input
     # and inside a user's jit, the same map to round-off
     body = mi.systems.FreeRigidBody((1.0, 2.0, 3.0))
@@ -88,5 +96,6 @@ def test_loops_compile_without_xlas_library_fusions_and_nest_in_a_users_jit():
     M = jnp.asarray(A - np.swapaxes(A, 1, 2))
     dl = mi.integrators.DiscreteLagrangian()
     own = mi.integrate(body, dl, M, 0.01, 20).x
+    assert loop._integrate_concrete._jitted[True]._cache_size() >= 1
     users = jax.jit(lambda M: mi.integrate(body, dl, M, 0.01, 20).x)(M)
     assert float(jnp.max(jnp.abs(own - users))) < 1e-14

@@ -29,6 +29,7 @@ before then, and not over a ``xla_backend_extra_options`` the user gave XLA_FLAG
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from typing import Any
@@ -86,10 +87,15 @@ def _loop_options() -> dict:
         import jax
         import jax.numpy as jnp
 
+        shape = jax.ShapeDtypeStruct((), jnp.float32)  # no data moved: a transfer guard holds
         try:
-            jax.jit(jnp.negative, compiler_options=LOOP_OPTIONS).lower(jnp.zeros(())).compile()
+            jax.jit(jnp.negative, compiler_options=LOOP_OPTIONS).lower(shape).compile()
             _LOOP_OPTIONS_HERE = dict(LOOP_OPTIONS)
-        except Exception:  # an XLA without the option, or a jax.jit without options
+        except TypeError:  # a jax.jit that takes no compile options
+            _LOOP_OPTIONS_HERE = {}
+        except Exception as error:  # an XLA that does not know the option says so
+            if "INVALID_ARGUMENT" not in str(error) and "option" not in str(error).lower():
+                raise
             _LOOP_OPTIONS_HERE = {}
     return _LOOP_OPTIONS_HERE
 
@@ -116,6 +122,8 @@ class loop_jit:  # used as a decorator, like jax.jit
     def __init__(self, fun=None, **kwargs):
         self._fun, self._kwargs = fun, kwargs
         self._jitted: dict = {}
+        if fun is not None:  # its name, module and docstring
+            functools.update_wrapper(self, fun)
 
     def __call__(self, *args, **kwargs) -> Any:
         if self._fun is None:  # @loop_jit(static_argnames=...)
@@ -126,7 +134,8 @@ class loop_jit:  # used as a decorator, like jax.jit
         if top not in self._jitted:
             import jax
 
-            assert self._fun is not None
+            if self._fun is None:  # the decorator before it has a function
+                raise AttributeError("loop_jit(...) has no function yet")
 
             options = _loop_options() if top else {}
             extra = {"compiler_options": options} if options else {}  # an older jax.jit
