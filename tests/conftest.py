@@ -117,7 +117,7 @@ def _release() -> None:
     operations included, which would then compile again) only if that is not enough."""
     for name, module in list(sys.modules.items()):
         if name.startswith("mechint"):
-            for obj in vars(module).values():  # jitted functions, not classes (``loop_jit``)
+            for obj in vars(module).values():  # jitted functions, not classes
                 if not isinstance(obj, type) and callable(getattr(obj, "clear_cache", None)):
                     obj.clear_cache()
     _trim()

@@ -86,7 +86,7 @@ def test_loops_compile_without_xlas_library_fusions_and_nest_in_a_users_jit():
     assert mine._cache_size() == 0
     loop = sys.modules["mechint.integrate"]
     for f in (loop._integrate, loop._integrate_concrete, loop.settle_failures, _advance):
-        assert isinstance(f, _xla.loop_jit)
+        assert isinstance(f, _xla._LoopJit)
     assert loop.settle_failures.__name__ == "settle"
     assert loop.settle_failures.__doc__ == loop.settle.__doc__
     # the discrete Lagrangian map, whose step sums over three entries: on concrete input

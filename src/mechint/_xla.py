@@ -79,28 +79,23 @@ def set_small_loops() -> bool:
 LOOP_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
 
 
+@functools.cache
 def _loop_options() -> dict:
     """``LOOP_OPTIONS`` where this XLA knows them, else none (asked once, by compiling a
     one-operation program: the backends have started by then, at the first loop)."""
-    global _LOOP_OPTIONS_HERE
-    if _LOOP_OPTIONS_HERE is None:
-        import jax
-        import jax.numpy as jnp
+    import jax
+    import jax.numpy as jnp
 
-        shape = jax.ShapeDtypeStruct((), jnp.float32)  # no data moved: a transfer guard holds
-        try:
-            jax.jit(jnp.negative, compiler_options=LOOP_OPTIONS).lower(shape).compile()
-            _LOOP_OPTIONS_HERE = dict(LOOP_OPTIONS)
-        except TypeError:  # a jax.jit that takes no compile options
-            _LOOP_OPTIONS_HERE = {}
-        except Exception as error:  # an XLA that does not know the option says so
-            if "INVALID_ARGUMENT" not in str(error) and "option" not in str(error).lower():
-                raise
-            _LOOP_OPTIONS_HERE = {}
-    return _LOOP_OPTIONS_HERE
-
-
-_LOOP_OPTIONS_HERE: dict | None = None
+    shape = jax.ShapeDtypeStruct((), jnp.float32)  # no data moved: a transfer guard holds
+    try:
+        jax.jit(jnp.negative, compiler_options=LOOP_OPTIONS).lower(shape).compile()
+    except TypeError:  # a jax.jit that takes no compile options
+        return {}
+    except Exception as error:  # an XLA that does not know the option says so
+        if "INVALID_ARGUMENT" not in str(error) and "option" not in str(error).lower():
+            raise
+        return {}
+    return dict(LOOP_OPTIONS)
 
 
 def _top_level() -> bool:
@@ -111,35 +106,38 @@ def _top_level() -> bool:
     return clean is not None and bool(clean())
 
 
-class loop_jit:  # used as a decorator, like jax.jit
+def loop_jit(fun=None, **kwargs) -> Any:
     """``jax.jit(fun, **kwargs)`` compiled with ``LOOP_OPTIONS`` where the installed XLA
-    knows them: mechint's step-loop programs.  Called inside a user's ``jax.jit``,
+    knows them: mechint's step-loop programs (a decorator, like ``jax.jit``; with no
+    ``fun``, the decorator of those ``kwargs``).  Called inside a user's ``jax.jit``,
     ``vmap`` or ``grad``, it is a plain ``jax.jit`` (JAX takes compile options at the top
     level only: the user's program is compiled with the user's options).  The jitted
     functions are made at the first call (asking XLA then, not at import, when no backend
     has started); other attributes (``lower``, ...) are the top-level one's."""
+    if fun is None:
+        return functools.partial(loop_jit, **kwargs)
+    return _LoopJit(fun, kwargs)
 
-    def __init__(self, fun=None, **kwargs):
+
+class _LoopJit:
+    """``loop_jit``'s function: a jax.jit with the loop options and one without."""
+
+    def __init__(self, fun, kwargs: dict[str, Any]):
         self._fun, self._kwargs = fun, kwargs
         self._jitted: dict = {}
-        if fun is not None:  # its name, module and docstring
-            functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun)  # its name, module and docstring
 
     def __call__(self, *args, **kwargs) -> Any:
-        if self._fun is None:  # @loop_jit(static_argnames=...)
-            return loop_jit(args[0], **self._kwargs)
         return self._get(_top_level())(*args, **kwargs)
 
     def _get(self, top: bool = True) -> Any:
         if top not in self._jitted:
             import jax
 
-            if self._fun is None:  # the decorator before it has a function
-                raise AttributeError("loop_jit(...) has no function yet")
-
             options = _loop_options() if top else {}
-            extra = {"compiler_options": options} if options else {}  # an older jax.jit
-            self._jitted[top] = jax.jit(self._fun, **extra, **self._kwargs)  # takes none
+            extra: dict[str, Any] = {"compiler_options": options} if options else {}
+            self._jitted[top] = jax.jit(self._fun, **extra, **self._kwargs)  # (an older
+            # jax.jit takes no compile options)
         return self._jitted[top]
 
     def clear_cache(self) -> None:

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from mechint.lie import so3
-from mechint.maps import Reason, combine, status
+from mechint.maps import Reason, combine, finite, status
 
 ORDERS = (2, 4, 6, 8, 10)
 
@@ -123,10 +123,14 @@ def modified_inertia(I, m, h, order: int):
     return 1.0 / (sigma[..., None] / I + delta[..., None])
 
 
-def _solve3(A, b):
-    """A⁻¹b for 3×3 A by its adjugate, A as rows of entries and b as entries (tuples of
+def _entries(v):
+    """The three entries of v along its last axis, as a tuple of arrays."""
+    return (v[..., 0], v[..., 1], v[..., 2])
+
+
+def _solve3(r, b):
+    """A⁻¹b for 3×3 A by its adjugate, A as rows r of entries and b as entries (tuples of
     arrays of any one shape): a tuple of three entries."""
-    r = A
     cof = [
         [r[1][1] * r[2][2] - r[1][2] * r[2][1], r[0][2] * r[2][1] - r[0][1] * r[2][2],
          r[0][1] * r[1][2] - r[0][2] * r[1][1]],
@@ -159,8 +163,8 @@ def solve_c(m, I, h, *, rtol: float = 1e-14, max_iter: int = 20):
     rtol = max(rtol, 8.0 * float(jnp.finfo(m.dtype).eps))  # as ``solvers.Newton``
     av = 0.5 * h * m / I
     I1, I2, I3 = I[..., 0], I[..., 1], I[..., 2]
-    fv = jnp.stack([(I2 - I3) / I1, (I3 - I1) / I2, (I1 - I2) / I3], axis=-1)
-    a, f = (av[..., 0], av[..., 1], av[..., 2]), (fv[..., 0], fv[..., 1], fv[..., 2])
+    f = ((I2 - I3) / I1, (I3 - I1) / I2, (I1 - I2) / I3)
+    a, fv = _entries(av), jnp.stack(f, axis=-1)
     # Hairer–Vilmart's predictor: one Gauss–Seidel sweep from c = a
     c1 = a[0] + f[0] * a[1] * a[2]
     c2 = a[1] + f[1] * c1 * a[2]
@@ -192,11 +196,11 @@ def solve_c(m, I, h, *, rtol: float = 1e-14, max_iter: int = 20):
             d = _solve3(jacobian(c), entries(c))
             c_new = tuple(x - y for x, y in zip(c, d, strict=True))
             small = _max_abs(d) <= rtol * _max_abs(c_new)
-            bad = ~(jnp.isfinite(c_new[0]) & jnp.isfinite(c_new[1]) & jnp.isfinite(c_new[2]))
+            bad = ~finite(c_new)
             return c_new, jnp.where(small | bad, 0.0, 1.0).astype(m.dtype), k + 1
 
         one = jnp.ones((), m.dtype)
-        start = (c_start[..., 0], c_start[..., 1], c_start[..., 2])
+        start = _entries(c_start)
         return jnp.stack(jax.lax.while_loop(cond, body, (start, one, jnp.int32(0)))[0], axis=-1)
 
     # the implicit function theorem gives the derivatives (forward and reverse mode)
@@ -233,7 +237,7 @@ def step(m, I, h, order: int, *, rtol: float = 1e-14, max_iter: int = 20, check_
     c, converged, res = solve_c(m, I_mod, h, rtol=rtol, max_iter=max_iter)
     q = jnp.concatenate([jnp.ones_like(c[..., :1]), -c], axis=-1)  # Wᵀ
     m_next = so3.rotate(q, m)
-    w = rotation_entries((c[..., 0], c[..., 1], c[..., 2]))
+    w = rotation_entries(_entries(c))
     W = jnp.stack([jnp.stack(row, axis=-1) for row in w], axis=-2)
     st = status(converged, res, Reason.NOT_CONVERGED)
     if check_branch:
