@@ -488,11 +488,67 @@ except mi.errors.InputError:
 raise SystemExit(0)
 """
 
+SECTION = ["section", "--system", "henon-heiles", "--surface", "q_1=0", "--integrator",
+           "stormer-verlet", "--h", "0.05", "--steps", "200", "--q0", "0,0.1", "--p0", "0.3,0",
+           "--quiet"]  # fmt: skip
+
+
+def item57_1(d):
+    """``mechint section --out`` on a resumable run's file, on a file mechint did not
+    write, and while a live run holds the file's lock: refused, the file as it was."""
+    import fcntl
+
+    rows = []
+    out = unfinished(d, "run.nc")
+    before = out.read_bytes()
+    code, _, err = mechint([*SECTION, "--out", out])
+    rows.append(clean(code, err, (2,)) and out.read_bytes() == before)
+    foreign = d / "mine.nc"
+    foreign.write_bytes(b"data of my own")
+    code, _, err = mechint([*SECTION, "--out", foreign])
+    rows.append(clean(code, err, (2,)) and foreign.read_bytes() == b"data of my own")
+    lock = os.open(d / ".run.nc.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        code, _, err = mechint([*SECTION, "--overwrite", "--out", out])
+        rows.append(clean(code, err, (2,)) and out.read_bytes() == before)
+    finally:
+        os.close(lock)
+    return rows
+
+
+_TERMINAL = """
+import sys, numpy as np, mechint as mi
+from mechint import io
+k = mi.systems.Kepler()
+x0 = k.periapsis_state(0.5)
+ev = mi.Event(lambda t, x: t - 0.333, terminal=True, name="stop")
+tr = mi.simulate(k, mi.integrators.StormerVerlet(), x0, 0.01, 100, 10, events=[ev])
+tr.save(sys.argv[1])
+a = io.saved_attrs(sys.argv[1])
+import xarray as xr
+with xr.open_dataset(sys.argv[1]) as ds:
+    said = "stopped_step" in ds and int(ds["stopped_step"]) == 34
+    said = said and str(ds["stopped_by"].values) == "stop"
+print(int(a["complete"] == 0 and said and tr.stopped_step == 34 and tr.stopped_by == "stop"))
+"""
+
+
+def item57_5(d):
+    """A run that a terminal event ended, written: not 'complete', the stop recorded
+    (step, event) in the trajectory and the file."""
+    p = subprocess.run([sys.executable, "-c", _TERMINAL, str(d / "t.nc")], capture_output=True,
+                       text=True, timeout=LIMIT)  # fmt: skip
+    return [p.returncode == 0 and p.stdout.strip() == "1"]
+
+
 ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,
          "3 no resource check": item3, "4 resume trusts the file": item4,
          "5 two runs on one --out": item5, "6 NaN verdicts": item6, "7 scheduler": item7,
          "8 tracebacks": item8, "9 silently accepted": item9,
-         "10 issue 36 (part)": item10, "11 issue 36 (rest)": item11}  # fmt: skip
+         "10 issue 36 (part)": item10, "11 issue 36 (rest)": item11,
+         "57.1 section over a run's file": item57_1,
+         "57.5 a terminal stop written as complete": item57_5}  # fmt: skip
 
 
 def main(quick: bool = False) -> None:

@@ -356,3 +356,45 @@ def test_save_at_keeps_the_wrappers_parts():
     assert np.array_equal(at.orientation[0], regular.orientation[-1])
     R = np.asarray(at.orientation[1])
     assert np.abs(R.T @ R - np.eye(3)).max() < 1e-14 and np.all(np.isfinite(at.x))
+
+
+def test_a_run_ended_by_a_terminal_event_says_so_in_the_trajectory_and_the_file(tmp_path):
+    """The stop is recorded (step, event) per member; the file is not ``complete``, keeps
+    the record, and ``--resume`` refuses it: nothing claims steps that were not run."""
+    import xarray as xr
+
+    from mechint import io
+    from mechint.errors import InputError
+    from mechint.runfile import RunFile
+
+    kepler = mi.systems.Kepler()
+    x0 = kepler.periapsis_state(0.5)
+    at = mi.Event(lambda t, x: t - 0.333, terminal=True, name="clock")
+    down = mi.Event(lambda t, x: x[0][1] - 0.3, terminal=True, name="q2")
+    never = mi.Event(lambda t, x: x[0][0] - 5.0, terminal=True, name="far")
+    xb = (np.stack([x0[0], x0[0]]), np.stack([x0[1], 0.5 * x0[1]]))
+    traj = mi.simulate(kepler, mi.integrators.StormerVerlet(), xb, 0.01, 100, 10,
+                       events=[at, down, never])  # fmt: skip
+    t_q2 = traj.events["q2"].t[:, 0]
+    first = np.where(t_q2 < 0.333, "q2", "clock")
+    assert list(traj.stopped_by) == list(first) and len(set(first)) == 2, (t_q2, first)
+    t_end = np.where(first == "q2", t_q2, 0.333)
+    assert np.array_equal(traj.stopped_step, np.floor(t_end / 0.01).astype(int) + 1)
+    assert np.all(traj.stopped) and not np.any(traj.failed)
+    assert "2 stopped by a terminal event" in repr(traj)
+    path = tmp_path / "ended.nc"
+    traj.save(path)
+    attrs = io.saved_attrs(path)
+    assert attrs is not None and attrs["complete"] == 0 and attrs["stopped"] == 2
+    with xr.open_dataset(path) as ds:
+        assert np.array_equal(ds["stopped_step"].values, traj.stopped_step)
+        assert list(ds["stopped_by"].values) == list(first)
+    record = io.run_record(kepler, mi.integrators.StormerVerlet(), 0.01, 10, 100, "float64")
+    with pytest.raises(InputError, match="terminal event ended"):
+        RunFile.resume(path, kepler, record, xb, None)
+    # a run no terminal event ended: no stop recorded, complete
+    plain = mi.simulate(kepler, mi.integrators.StormerVerlet(), x0, 0.01, 100, 10, events=[never])
+    assert not np.any(plain.stopped)
+    plain.save(path)
+    attrs = io.saved_attrs(path)
+    assert attrs is not None and attrs["complete"] == 1 and "stopped" not in attrs

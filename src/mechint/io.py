@@ -81,6 +81,11 @@ def tail_arrays(traj) -> dict[str, np.ndarray]:
         for (name, _dims), e in zip(_fields(traj.system, traj.orientation is not None),
                                     jax.tree.leaves(traj.compensation), strict=True):  # fmt: skip
             tail[f"{name}_compensation"] = np.take(np.asarray(e), -1, axis=axis)
+    stopped = np.asarray(getattr(traj, "stopped_step", -1), dtype=np.int64)
+    if np.any(stopped >= 0):  # a terminal event ended a member's run: which, where
+        tail["stopped_step"] = np.broadcast_to(stopped, np.shape(tail["failed_step"])).copy()
+        by = np.broadcast_to(np.asarray(traj.stopped_by, dtype=object), stopped.shape)
+        tail["stopped_by"] = np.broadcast_to(by.astype(str), np.shape(tail["failed_step"])).copy()
     for key, c in getattr(traj, "events", {}).items():  # the crossings of each event
         tail[f"{key}{CROSSING}time"] = np.asarray(c.t, dtype=np.float64)
         for (name, _dims), a in zip(traj.system.state_fields, jax.tree.leaves(c.x), strict=True):
@@ -126,19 +131,25 @@ def metadata(traj) -> dict:
         digest.update(name, a, 1 if traj.batched and name != "time" else 0)
     for name, a in tail_arrays(traj).items():
         digest.set(name, a)
-    return file_attrs(record, traj.integrator, traj.steps, digest)
+    stopped = int(np.sum(np.asarray(getattr(traj, "stopped_step", -1)) >= 0))
+    return file_attrs(record, traj.integrator, traj.steps, digest, stopped=stopped)
 
 
-def file_attrs(record: dict, integrator, steps: int, digest: Digest) -> dict:
+def file_attrs(record: dict, integrator, steps: int, digest: Digest, stopped: int = 0) -> dict:
     """The attributes of a run's file: its ``record`` (``run_record``), the integrator's
-    order, the steps done, whether the run is complete, the checksum of record and data,
-    the version that wrote it and when."""
+    order, the steps done, whether the run is complete (every member ran every step
+    requested, or ended by a failure that ``failed_step`` records), how many members a
+    terminal event ended (``stopped``, with ``stopped_step`` and ``stopped_by`` per
+    member: such a run is finished but not complete, and not continued by ``--resume``),
+    the checksum of record and data, the version that wrote it and when."""
     attrs = {
         **record,
         "integrator_order": int(integrator.traits.order),
         "steps": int(steps),
-        "complete": int(steps >= record["steps_requested"]),
+        "complete": int(steps >= record["steps_requested"] and not stopped),
     }
+    if stopped:
+        attrs["stopped"] = int(stopped)
     return {
         **attrs,
         "checksum": digest.value(attrs),
@@ -226,6 +237,11 @@ FAILURE_ATTRS = {
     "failed_step": {"long_name": "step that failed (-1: none)", "units": "1"},
     "residual": {"long_name": "residual of the failed step (0: none)", "units": "1"},
     "reason": {"long_name": "why the step failed ('ok': it did not)"},
+    "stopped_step": {
+        "long_name": "step at whose end a terminal event ended the run (-1: none did)",
+        "units": "1",
+    },
+    "stopped_by": {"long_name": "the terminal event that ended the run ('': none)"},
 }
 
 
@@ -268,6 +284,8 @@ def to_dataset(traj):
     for name, a in tail_arrays(traj).items():
         if name.endswith("_compensation") or CROSSING in name:
             data[name] = (tail_dims(system, name, member), a, describe(system, name))
+        elif name.startswith("stopped_"):
+            data[name] = (member, a, FAILURE_ATTRS[name])
     coords = {"time": ("time", traj.t, describe(system, "time"))}
     coords.update({d: (d, v, a) for d, (v, a) in dimension_coords(sizes).items()})
     attrs = {**global_attrs(), **metadata(traj)}
@@ -391,7 +409,7 @@ def write_netcdf_slices(path: Path, system, attrs: dict, batched: bool, total: i
         for name in invariants:
             fh.create_variable(name, lead, layout[name][0]).attrs.update(describe(system, name))
         for name, a in tail.items():
-            if name == "reason":
+            if name in ("reason", "stopped_by"):
                 var = fh.create_variable(name, member, h5py.string_dtype())
                 var[...] = np.asarray(a).astype(object)
             else:

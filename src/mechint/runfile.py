@@ -318,9 +318,11 @@ class RunFile:
             last: dict = {}
             t0 = float(variables["time"][0])
             tail = {k: np.asarray(v[...]) for k, v in fh.variables.items()
-                    if k in ("failed_step", "residual", "reason") or
+                    if k in ("failed_step", "residual", "reason", "stopped_step") or
                     k.endswith("_compensation") or io.CROSSING in k}  # fmt: skip
             tail["reason"] = tail["reason"].astype(str)
+            if "stopped_by" in fh.variables:
+                tail["stopped_by"] = np.asarray(fh.variables["stopped_by"][...]).astype(str)
             for name, a in tail.items():
                 digest.set(name, a)
             for a in range(0, merged, step):
@@ -418,6 +420,10 @@ class RunFile:
         if done % save_every or resumed.merged != done // save_every + 1:
             raise InputError(parameter, f"{name} holds {resumed.merged} samples, which is not "
                              f"{done} steps saved every {save_every}")  # fmt: skip
+        if "stopped_step" in resumed.tail:
+            raise InputError(parameter, f"{name} holds a run that a terminal event ended "
+                             "(stopped_step, stopped_by): there is nothing to continue",
+                             again)  # fmt: skip
         if resumed.failed:
             step = int(np.max(resumed.tail["failed_step"]))
             raise InputError(parameter, f"{name} holds a run that failed (at step {step}): "

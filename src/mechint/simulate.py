@@ -501,8 +501,10 @@ def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=No
     if own is not None and not plan.batched and plan.save_at is None:  # variable steps
         t = plan.t0 + np.asarray(own, dtype=np.float64)
     x, extras = unwrap_all(plan.integrator, x)
+    stopped_step, stopped_by = _stopped(plan, _host(watch), crossings, reached)
     if plan.step0:  # a continued run: its failures numbered from the whole run's start
         fail_step = np.where(fail_step >= 0, fail_step + plan.step0, fail_step)
+        stopped_step = np.where(stopped_step >= 0, stopped_step + plan.step0, stopped_step)
     return Trajectory(
         system=plan.system,
         integrator=plan.recorded,
@@ -519,7 +521,31 @@ def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=No
         residual=residual,
         reason_code=np.asarray(codes, dtype=np.int8),
         events=crossings,
+        stopped_step=stopped_step,
+        stopped_by=stopped_by,
     )
+
+
+def _stopped(plan: Plan, watch, crossings: dict, reached: int):
+    """Per member, the step at whose end a terminal event ended the run (−1: none did,
+    within the first ``reached`` steps) and that event's name ("" where none): of the
+    terminal events crossed in that step, the one crossed first."""
+    if watch is None or not any(e.terminal for e in plan.events):
+        return -1, ""
+    stop = np.asarray(watch.stop, dtype=np.int64)
+    stop = np.where((stop >= 0) & (stop <= reached), stop, -1)
+    by = np.full(stop.shape, "", dtype=object)
+    first = np.full(stop.shape, np.inf)
+    sign = 1.0 if plan.h > 0 else -1.0
+    for e, w in zip(plan.events, watch.each, strict=True):
+        if not e.terminal:
+            continue
+        t = np.asarray(crossings[e.key].t)[..., 0] * sign  # a terminal event's one crossing
+        here = (stop >= 0) & (np.asarray(w.n) > 0) & (np.asarray(w.kk)[..., 0] + 1 == stop)
+        take = here & ~(np.nan_to_num(t, nan=np.inf) >= first)
+        by = np.where(take, e.key, by)
+        first = np.where(take, np.nan_to_num(t, nan=np.inf), first)
+    return stop, by
 
 
 def _failure(carry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -37,7 +37,9 @@ class Trajectory:
     trajectory, the driver's t0 + k h (the fictive time) for a batch, whose members'
     physical times differ (read them from ``clock`` or the state).
     ``events``: each ``mechint.Event``'s ``events.Crossings`` by name (times, states,
-    count, overflowed), when the run had events.
+    count, overflowed), when the run had events.  ``stopped_step``: per member the step
+    at whose end a terminal event ended its run (−1 where none did; its samples from
+    that step on are NaN), ``stopped_by`` that event's name ("" where none).
     """
 
     system: Any
@@ -55,6 +57,8 @@ class Trajectory:
     compensation: Any = None
     clock: Any = None
     events: dict = dataclasses.field(default_factory=dict)
+    stopped_step: Any = -1
+    stopped_by: Any = ""
 
     def __repr__(self) -> str:
         """One line: what ran, the shapes, the time span and the failures (not the data)."""
@@ -66,13 +70,15 @@ class Trajectory:
             f"t in [{float(self.t[0]):g}, {float(self.t[-1]):g}]" if len(self.t) else "no samples"
         )
         failed = int(np.sum(self.failed))
+        stopped = int(np.sum(self.stopped))
+        ended = f", {stopped} stopped by a terminal event" if stopped else ""
         extra = f", g{tuple(np.shape(self.orientation))}" if self.orientation is not None else ""
         crossed = "".join(f"; {key}: {int(np.sum(c.count))} crossings"
                           for key, c in self.events.items())  # fmt: skip
         return (
             f"Trajectory({self.system!r}, {self.integrator!r}, h={self.h:g}, steps={self.steps}, "
             f"save_every={self.save_every}, {len(self.t)} samples, {span}; {shapes}{extra}; "
-            f"{failed} failed{crossed})"
+            f"{failed} failed{ended}{crossed})"
         )
 
     @property
@@ -85,6 +91,12 @@ class Trajectory:
     def failed(self) -> np.ndarray:
         """Which members failed (a bool array shaped like ``failed_step``)."""
         return np.asarray(self.failed_step) >= 0
+
+    @property
+    def stopped(self) -> np.ndarray:
+        """Which members a terminal event ended before the run's last step (a bool array
+        shaped like ``stopped_step``)."""
+        return np.asarray(self.stopped_step) >= 0
 
     @property
     def batched(self) -> bool:

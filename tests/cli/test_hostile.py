@@ -402,13 +402,18 @@ def test_a_complete_attribute_mechint_does_not_write(tmp_path, capsys, value):
 @pytest.mark.parametrize("text", ["[1, 2]", "null", "[" * 100_000 + "]" * 100_000])
 def test_a_csv_sidecar_that_is_not_a_table(tmp_path, capsys, text):
     """A sidecar that is a list, null or nested past Python's recursion: not a mechint
-    record (the run starts as over any other file), never an internal error."""
+    record, so the file is one mechint did not write (kept unless --overwrite, as any
+    other such file), never an internal error."""
     out = tmp_path / "c.csv"
     argv = [*RUN, "--x0", "0.45,0,0.89", "--out", str(out)]
     assert invoke(argv, capsys)[0] == 0
     io.csv_metadata_path(out).write_text(text)
     assert io.saved_attrs(out) is None
+    before = out.read_bytes()
     code, _, err = invoke(argv, capsys)
+    assert code == 2 and "not a file mechint wrote" in err and err.count("\n") == 1, err
+    assert out.read_bytes() == before
+    code, _, err = invoke([*argv, "--overwrite"], capsys)
     assert code == 0, err
 
 

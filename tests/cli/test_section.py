@@ -65,3 +65,42 @@ def test_energy_needs_a_separable_system(tmp_path, capsys):
                            "--h", "0.1", "--steps", "10", "--out", str(tmp_path / "a.nc")],
                           capsys)  # fmt: skip
     assert code == 2 and "--energy" in err
+
+
+def test_section_keeps_an_unfinished_run_and_a_foreign_file(tmp_path, capsys):
+    """``--out`` holding a resumable run (a killed ``mechint run``), a file mechint did not
+    write, or a file a live run holds locked: refused in one line, the file byte for byte
+    as it was; ``--overwrite`` replaces the first two."""
+    import fcntl
+    import os
+
+    from tests.cli.helpers import killed_run
+
+    out = tmp_path / "run.nc"
+    hh = mi.systems.HenonHeiles()
+    x0 = (np.array([0.0, 0.1]), np.array([0.3, 0.0]))
+    killed_run(out, hh, mi.integrators.StormerVerlet(), x0, 0.05, 400, 10, 200, 100)
+    before = out.read_bytes()
+    section = [*HH, "--q0", "0,0.1", "--p0", "0.3,0", "--quiet"]
+    code, _, err = invoke([*section, "--out", str(out)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "unfinished run" in err, err
+    assert out.read_bytes() == before
+    foreign = tmp_path / "notes.nc"
+    foreign.write_bytes(b"my own data")
+    code, _, err = invoke([*section, "--out", str(foreign)], capsys)
+    assert code == 2 and "not a file mechint wrote" in err, err
+    assert foreign.read_bytes() == b"my own data"
+    lock = os.open(tmp_path / ".run.nc.lock", os.O_RDWR | os.O_CREAT)
+    try:  # a live run holds the lock
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(lock, b"4242")
+        code, _, err = invoke([*section, "--overwrite", "--out", str(out)], capsys)
+        assert code == 2 and "being written by another mechint run (pid 4242)" in err, err
+        assert out.read_bytes() == before
+    finally:
+        os.close(lock)
+    for path in (out, foreign):
+        code, _, err = invoke([*section, "--overwrite", "--out", str(path)], capsys)
+        assert code == 0, err
+        with xr.open_dataset(path) as ds:
+            assert int(ds.attrs["complete"]) == 1 and "section_crossing_count" in ds

@@ -66,16 +66,20 @@ def exclusive(out: Path):
 
 
 def keep_unfinished(out: Path) -> None:
-    """InputError if ``out`` holds an unfinished mechint run, or segments of a run that
-    its file does not say is complete (they would be discarded)."""
+    """InputError if ``out`` holds an unfinished mechint run, segments of a run that its
+    file does not say is complete (they would be discarded), or is a file that mechint
+    did not write (not empty): each is replaced only with ``--overwrite``."""
     from mechint.runfile import segment_dir
 
     attrs = io.saved_attrs(out)
+    if attrs is None and out.is_file() and out.stat().st_size > 0:
+        raise InputError("--out", f"{str(out)!r} exists and is not a file mechint wrote",
+                         "choose another --out, or replace it with --overwrite")  # fmt: skip
     complete = _flag(attrs.get("complete", 1)) if attrs is not None else 1
     if complete is None:  # not a value mechint writes: a file of another kind, or crafted
         raise InputError("--out", f"{str(out)!r} has a 'complete' attribute that mechint "
                          "does not write", "replace the file with --overwrite")  # fmt: skip
-    if complete == 0 and attrs is not None:
+    if complete == 0 and attrs is not None and not _flag(attrs.get("stopped", 0)):
         steps = (_flag(attrs.get(k)) for k in ("steps", "steps_requested"))
         raise InputError("--out", f"{str(out)!r} holds an unfinished run ({next(steps)} "
                          f"of {next(steps)} steps)", "continue it with "

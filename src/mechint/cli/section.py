@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechint import io
-from mechint.cli import model, parsing
+from mechint.cli import guard, model, parsing
 from mechint.errors import InputError
 from mechint.events import Event
 from mechint.simulate import simulate
@@ -65,6 +65,9 @@ def add_parser(sub) -> None:
     p.add_argument("--axes", help="the two components drawn, e.g. q_2,p_2 (default: the "
                    "first two not fixed by the surface)")  # fmt: skip
     p.add_argument("--out", required=True, help="output file (.nc)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace --out even when it holds an unfinished run (resumable by "
+                   "mechint run --resume) or a file mechint did not write")  # fmt: skip
     p.add_argument("--plot", help="also write a figure (.png, .pdf or .svg)")
     p.add_argument("--quiet", action="store_true", help="no summary")
     p.set_defaults(handler=handle)
@@ -139,9 +142,12 @@ def handle(args: argparse.Namespace) -> int:
     model.check_serves(integrator, system)
     out = io.check_writable(args.out, "--out", {".nc": "netcdf"})
     plot = io.check_writable(args.plot, "--plot", FIGURE_FORMATS) if args.plot else None
-    traj = simulate(system, integrator, x0, h, steps, steps, events=[event],
-                    max_events=crossings, throw=False)  # fmt: skip
-    traj.save(out)
+    with guard.exclusive(out):  # the lock every command that writes --out takes
+        if not args.overwrite:
+            guard.keep_unfinished(out)
+        traj = simulate(system, integrator, x0, h, steps, steps, events=[event],
+                        max_events=crossings, throw=False)  # fmt: skip
+        traj.save(out)
     c = traj.events["section"]
     count = np.atleast_1d(c.count)
     if plot is not None:
