@@ -141,6 +141,7 @@ def _example_system(cls):
         "ClebschTop": lambda: cls((1.0, 2.0, 3.0)),
         "HeavyTop": lambda: cls((1.0, 1.5, 2.0), (0.1, 0.2, 1.0)),
         "LotkaVolterra": lambda: cls(1.0, 1.0, 1.0, 1.0),
+        "NBody": lambda: mi.systems.nbody.outer_solar_system()[0],
     }
     try:
         return examples.get(cls.__name__, cls)()

@@ -63,7 +63,7 @@ from mechint.plan import check_integrator, check_system
 from mechint.systems.base import System
 
 # A failure is recorded as step × _CODES + reason (one select a step for both).
-_CODES = 8
+_CODES = 16
 assert len(Reason) <= _CODES
 
 

@@ -47,6 +47,7 @@ class Reason(enum.IntEnum):
     REPORTED = 5
     STEP_SIZE = 6
     UNSUPPORTED = 7
+    CLOSE_ENCOUNTER = 8
 
     @property
     def text(self) -> str:
@@ -79,6 +80,11 @@ _REASON_TEXT = {
         "variational map"
     ),
     Reason.REPORTED: "the map reported a failed step",
+    Reason.CLOSE_ENCOUNTER: (
+        "two bodies came closer than the system's encounter distance, where a map that "
+        "assumes the central body dominates is no longer accurate (residual = their "
+        "distance / the encounter distance); NBody.close_pair names them"
+    ),
     Reason.STEP_SIZE: "the step-size control gave a step that is not positive and finite",
 }
 

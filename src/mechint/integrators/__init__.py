@@ -39,6 +39,7 @@ from mechint.integrators.splitting import Splitting
 from mechint.integrators.stages import SPLITTING_SCHEMES, SplittingScheme
 from mechint.integrators.stormer_verlet import StormerVerlet
 from mechint.integrators.symplectic_euler import SymplecticEuler
+from mechint.integrators.wisdom_holman import SABA, WisdomHolman
 from mechint.maps import (
     EXACT,
     ImplicitIntegrator,
@@ -62,6 +63,7 @@ __all__ = [
     "INTEGRATORS",
     "RK4",
     "RKMK",
+    "SABA",
     "SETTINGS",
     "SPLITTING_SCHEMES",
     "AverageVectorField",
@@ -102,6 +104,7 @@ __all__ = [
     "SymmetricFreeFlow",
     "SymplecticEuler",
     "Traits",
+    "WisdomHolman",
     "Wrapper",
     "build",
     "flows",

@@ -22,6 +22,7 @@ from mechint.integrators.rigid_body_splitting import RigidBodySplitting
 from mechint.integrators.splitting import Splitting
 from mechint.integrators.stormer_verlet import StormerVerlet
 from mechint.integrators.symplectic_euler import SymplecticEuler
+from mechint.integrators.wisdom_holman import SABA, WisdomHolman
 from mechint.maps import Integrator, Setting
 
 INTEGRATORS: dict[str, type[Integrator]] = {
@@ -44,6 +45,8 @@ INTEGRATORS: dict[str, type[Integrator]] = {
         LieGroupVariational,
         RKMK,
         CommutatorFree,
+        WisdomHolman,
+        SABA,
     )
 }
 

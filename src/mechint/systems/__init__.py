@@ -6,7 +6,7 @@ numbers (their ``parameter_table``); adding a system is its module plus one line
 """
 
 from mechint._validate import lookup
-from mechint.systems import potentials
+from mechint.systems import nbody, potentials
 from mechint.systems.attitude import AttitudeKinematics
 from mechint.systems.base import (
     BodiesInPotential,
@@ -51,6 +51,7 @@ from mechint.systems.heavy_top import (
     LagrangeTop,
 )
 from mechint.systems.lie_poisson import LiePoissonHamiltonian
+from mechint.systems.nbody import NBody
 from mechint.systems.quadratic_field import LotkaVolterra, QuadraticField
 from mechint.systems.quadratic_potential import QuadraticPotentialTop
 from mechint.systems.rigid import Body
@@ -77,6 +78,7 @@ SYSTEMS: dict[str, type[System]] = {
         LotkaVolterra,
         RigidBodies,
         ZhukovskyVolterra,
+        NBody,
     )
 }
 
@@ -126,6 +128,7 @@ __all__ = [
     "LevelSetSampler",
     "LiePoissonHamiltonian",
     "LotkaVolterra",
+    "NBody",
     "NaturalSplit",
     "Parameter",
     "Pendulum",
@@ -144,5 +147,6 @@ __all__ = [
     "TimeTransformed",
     "ZhukovskyVolterra",
     "get",
+    "nbody",
     "potentials",
 ]

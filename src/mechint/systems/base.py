@@ -88,6 +88,8 @@ DIMENSIONS = {
     "time": "time (in the units of h)",
     "sample": "batch member",
     "axis": "body axis",
+    "body": "body (0: the central one)",
+    "xyz": "Cartesian component",
     "row": "matrix row",
     "col": "matrix column",
     "dof": "degree of freedom",

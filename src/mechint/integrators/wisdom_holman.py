@@ -1,0 +1,681 @@
+r"""Wisdom–Holman maps of planetary systems (``systems.NBody``): WHFast's family and SABA.
+
+The Hamiltonian of N bodies about a dominant central one is split into Kepler motions,
+flowed exactly (``exact.kepler_flow``), and the planets' interaction, applied as a kick
+(Wisdom & Holman 1991, AJ 102, 1528).  Three coordinate systems, as in REBOUND's WHFast
+(Rein & Tamayo 2015, MNRAS 452, 376), with v the velocities, m_0 the central mass,
+η_i = m_0 + … + m_i and V_I the interaction:
+
+- ``"jacobi"``: each body relative to the centre of mass of those before it,
+  r'_i = x_i − Σ_{k<i} m_k x_k / η_{i−1} (likewise v'_i); Kepler drifts with μ_i = G η_i;
+  H_I = Σ_{i≥2} G m_i η_{i−1}/|r'_i| − Σ_{j<k, (j,k)≠(0,1)} G m_j m_k/|x_j − x_k| (the
+  0–1 pair and the first Jacobi term cancel); the kick v'_i += h a'_i with a' the
+  interaction accelerations in Jacobi coordinates.
+- ``"democratic-heliocentric"`` (Duncan, Levison & Lee 1998, AJ 116, 2067): heliocentric
+  positions, barycentric velocities; Kepler drifts with μ = G m_0; the kick from the
+  planets' mutual forces alone; the jump X_i += h Σ_k m_k V_k / m_0 (the central body's
+  momentum).  One step: K(h/2) J(h/2) I(h) J(h/2) K(h/2).
+- ``"whds"`` (Hernandez & Dehnen 2017, MNRAS 468, 2614): heliocentric positions, the
+  barycentric velocities scaled by (m_0 + m_i)/m_0; μ_i = G(m_0 + m_i); the kick scaled
+  likewise; the jump X_i += h(P − m_i V_i/(m_0 + m_i)), P = Σ_k m_k V_k/(m_0 + m_k).
+  Same order of sub-steps.
+
+Kernels (Jacobi coordinates; Wisdom, Holman & Touma 1996, Fields Inst. Commun. 10, 217;
+Wisdom 2006, AJ 131, 2294; as in Rein, Tamayo & Brown 2019, MNRAS 489, 4632), D the Kepler
+drift and I the interaction kick:
+
+- ``"standard"``: D(h/2) I(h) D(h/2);
+- ``"modified-kick"``: the kick of the modified potential V_I − (h²/24) Σ_j |∇_j V_I|²/m_j,
+  a ← a + (h²/12) J with J_k = Σ_j (∂a_k/∂x_j) a_j (the derivative of the interaction
+  accelerations along themselves, by ``jax.jvp``);
+- ``"composition"``: D(5h/8) I(−h/6) D(−h/4) I(h/6) D(h/8) I(h) D(−h/8) I(−h/6) D(h/4)
+  I(h/6) D(3h/8);
+- ``"lazy"`` (the lazy implementer's kernel): the kick's accelerations taken at the
+  positions x_i + (h²/12) a_i (every body but the central one).
+
+Symplectic correctors (Wisdom, Holman & Touma 1996) of order 3, 5, 7, 11 or 17, and the
+second corrector (``corrector2``, Jacobi): each Z(a, b) = D(a) I(−b) D(−2a) I(b) D(a)
+(with jumps around the kicks in democratic heliocentric coordinates), composed with the
+published coefficients; the step is C⁻¹ ∘ K ∘ C, with C⁻¹ the corrector with the kicks'
+signs flipped (the inverse to the corrector's order), as REBOUND's WHFast in its safe mode
+takes one step.
+
+``SABA(n)``: Laskar & Robutel's (2001, CeMDA 80, 39) near-integrable splittings SABA₁…₄
+and their correctors (``corrected=True``: the kick of cc h³ J at both ends of the step,
+J as for the modified kick), and Blanes, Casas, Farrés, Laskar, Makazaga & Murua's (2013,
+Appl. Numer. Math. 68, 58) SABA(10,6,4), SABA(8,6,4) and SABA(10,4): palindromic
+sequences of drifts D(c_i h) and kicks I(d_i h) in Jacobi coordinates.
+
+Every map is symplectic on the massive bodies (each a composition of exact flows),
+keeps P and L exactly, and takes the state (q, p) of the system, inertial positions and
+momenta (a test particle's velocity), to the same.  A step fails with
+``Reason.CLOSE_ENCOUNTER`` where the system declares an encounter distance and two bodies
+end the step closer than it, and with ``Reason.NON_FINITE`` where the state is not finite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar, NamedTuple, final
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mechint.errors import InputError
+from mechint.maps import (
+    Integrator,
+    Reason,
+    Setting,
+    StepStatus,
+    Traits,
+    combine,
+    kept,
+    ok_status,
+    serves_only,
+    status,
+)
+from mechint.systems.nbody import NBody, from_relative, to_relative
+
+COORDINATES = ("jacobi", "democratic-heliocentric", "whds")
+KERNELS = ("standard", "modified-kick", "composition", "lazy")
+CORRECTORS = (0, 3, 5, 7, 11, 17)
+
+# --- symplectic correctors (Wisdom, Holman & Touma 1996; the values as REBOUND's WHFast
+# publishes them): a_k = k sqrt(7/40), and the b of each order paired with a_K .. a_1
+_A = (0.41833001326703777398908601289259374469640768464934,
+      0.83666002653407554797817202578518748939281536929867,
+      1.2549900398011133219672580386777812340892230539480,
+      1.6733200530681510959563440515703749787856307385973,
+      2.0916500663351888699454300644629687234820384232467,
+      2.5099800796022266439345160773555624681784461078960,
+      2.9283100928692644179236020902481562128748537925454,
+      3.3466401061363021919126881031407499575712614771947)  # fmt: skip
+_B = {
+    3: (-0.024900596027799867499350357910273437184309981229127,),
+    5: (-0.0083001986759332891664501193034244790614366604097090,
+        0.041500993379666445832250596517122395307183302048545),
+    7: (0.0024926811426922105779030593952776964450539008582219,
+        -0.018270923246702131478062356884535264841652263842597,
+        0.053964399093127498721765893493510877532452806339655),
+    11: (0.00020361579647854651301632818774633716473696537436847,
+         -0.0023487215292295354188307328851055489876255097419754,
+         0.012309078592019946317544564763237909911330686448336,
+         -0.038121613681288650508647613260247372125243616270670,
+         0.072593394748842738674253180742744961827622366521517),
+    17: (-0.0000043347415473373580190650223498124944896789841432241,
+         0.000076436355227935738363241846979413475106795392377415,
+         -0.00063599983075817658983166881625078545864140848560259,
+         0.0033132577069380655655490196833451994080066801611459,
+         -0.012071760822342291062449751726959664253913904872527,
+         0.032422198864713580293681523029577130832258806467604,
+         -0.065192863576377893658290760803725762027864651086787,
+         0.093056103771425958591541059067553547100903397724386),
+}  # fmt: skip
+_CORRECTOR2_B = 0.03486083443891981449909050107438281205803
+
+
+def corrector_sequence(order: int) -> tuple[tuple[float, float], ...]:
+    """The (a, b) of each Z(a h, inv b h) of the corrector of ``order``, in order: for
+    order ≥ 5, Z(−a_k, −b_k) for k = K..1 then Z(a_k, b_k) for k = 1..K; order 3 is
+    Z(a_1, −b), Z(−a_1, b)."""
+    if order == 3:
+        b = _B[3][0]
+        return ((_A[0], -b), (-_A[0], b))
+    b = _B[order]
+    K = len(b)
+    down = tuple((-_A[k - 1], -b[K - k]) for k in range(K, 0, -1))
+    up = tuple((_A[k - 1], b[K - k]) for k in range(1, K + 1))
+    return down + up
+
+
+# --- SABA (Laskar & Robutel 2001; Blanes et al. 2013): drifts c, kicks d, the corrector cc
+_SABA = {
+    1: (
+        (0.5,),
+        (1.0,),
+        0.08333333333333333,
+    ),
+    2: (
+        (
+            0.2113248654051871,
+            0.5773502691896257,
+        ),
+        (0.5,),
+        0.011164549684630112,
+    ),
+    3: (
+        (
+            0.11270166537925831,
+            0.3872983346207417,
+        ),
+        (
+            0.2777777777777778,
+            0.4444444444444444,
+        ),
+        0.005634593363122809,
+    ),
+    4: (
+        (
+            0.06943184420297371,
+            0.26057763400459816,
+            0.33998104358485626,
+        ),
+        (
+            0.17392742256872692,
+            0.32607257743127305,
+        ),
+        0.0033967750482086015,
+    ),
+    "10,4": (
+        (
+            0.047067100645972505,
+            0.1847569354170881,
+            0.2827060056798362,
+            -0.01453004174289682,
+        ),
+        (
+            0.11888191736819702,
+            0.24105046055150156,
+            -0.2732866667053238,
+            0.8267085775712505,
+        ),
+        None,
+    ),
+    "8,6,4": (
+        (
+            0.07113342649822312,
+            0.2411534279566401,
+            0.5214117617728148,
+            -0.333698616227678,
+        ),
+        (
+            0.18308368747219722,
+            0.31078285989857485,
+            -0.0265646185119588,
+            0.06539614228237342,
+        ),
+        None,
+    ),
+    "10,6,4": (
+        (
+            0.038094497422412193,
+            0.14529871611691375,
+            0.20762769572554124,
+            0.43590970365152615,
+            -0.6538612258327867,
+        ),
+        (
+            0.09585888083707521,
+            0.20444615314299877,
+            0.2170703479789911,
+            -0.017375381959065093,
+        ),
+        None,
+    ),
+}
+_SABA_STAGES = {1: 1, 2: 2, 3: 3, 4: 4, "10,4": 7, "8,6,4": 7, "10,6,4": 8}
+
+
+def saba_sequence(kind) -> tuple[tuple[str, float], ...]:
+    """The palindromic sequence of ("D", c) and ("I", d) of SABA ``kind``."""
+    c, d, _ = _SABA[kind]
+    n = _SABA_STAGES[kind]
+    out: list[tuple[str, float]] = [("D", c[0]), ("I", d[0])]
+    for j in range(1, n):
+        i = n - j if j > n / 2 else j
+        out.append(("D", c[i]))
+        i = n - j - 1 if j > (n - 1) / 2 else j
+        out.append(("I", d[i]))
+    out.append(("D", c[0]))
+    return tuple(out)
+
+
+# --- the coordinates ---------------------------------------------------------------------
+def _weights(system: NBody, dtype):
+    return system.inertia_weights(dtype)
+
+
+def _masses(system: NBody, dtype):
+    return system.masses.astype(dtype)
+
+
+def _jacobi(m, x):
+    """Inertial (..., N, 3) → (centre of mass, Jacobi vectors of bodies 1.. (..., N−1, 3))."""
+    return to_relative(m, x, "jacobi")
+
+
+class _State(NamedTuple):
+    """A state in the map's coordinates: the centre of mass (R, V) and each body's
+    relative (r, v), (..., N−1, 3)."""
+
+    R: jax.Array
+    V: jax.Array
+    r: jax.Array
+    v: jax.Array
+
+
+def _to(system: NBody, coordinates: str, x) -> _State:
+    q, p = x
+    m = _masses(system, q.dtype)
+    v = p / _weights(system, q.dtype)
+    if coordinates == "jacobi":
+        R, r = _jacobi(m, q)
+        V, u = _jacobi(m, v)
+        return _State(R, V, r, u)
+    R = jnp.einsum("i,...ik->...k", m, q) / jnp.sum(m)
+    V = jnp.einsum("i,...ik->...k", m, v) / jnp.sum(m)
+    r = q[..., 1:, :] - q[..., :1, :]
+    u = v[..., 1:, :] - V[..., None, :]
+    if coordinates == "whds":
+        u = u * _whds_scale(system, q.dtype)
+    return _State(R, V, r, u)
+
+
+def _whds_scale(system: NBody, dtype):
+    """(N−1, 1): (m_0 + m_i)/m_0 for a massive body, 1 for a test particle."""
+    m = _masses(system, dtype)
+    massive = np.arange(1, system.n) < system.n_massive
+    return jnp.where(massive, (m[0] + m[1:]) / m[0], 1.0)[:, None]
+
+
+def _positions(system: NBody, coordinates: str, s: _State):
+    """Inertial positions of a state in the map's coordinates."""
+    m = _masses(system, s.r.dtype)
+    return from_relative(m, s.R, s.r, "jacobi" if coordinates == "jacobi" else "heliocentric")
+
+
+def _from(system: NBody, coordinates: str, s: _State):
+    q = _positions(system, coordinates, s)
+    m = _masses(system, q.dtype)
+    if coordinates == "jacobi":
+        v = from_relative(m, s.V, s.v, "jacobi")
+    else:
+        u = s.v / _whds_scale(system, q.dtype) if coordinates == "whds" else s.v
+        v0 = s.V - jnp.einsum("k,...kj->...j", m[1:], u) / m[0]
+        v = jnp.concatenate([v0[..., None, :], s.V[..., None, :] + u], axis=-2)
+    return q, v * _weights(system, q.dtype)
+
+
+def _mu(system: NBody, coordinates: str, dtype):
+    """(N−1,): the gravitational parameter of each body's Kepler drift."""
+    m = _masses(system, dtype)
+    G = system.G.astype(dtype)
+    if coordinates == "jacobi":
+        return G * jnp.cumsum(m)[1:]
+    if coordinates == "whds":
+        massive = np.arange(1, system.n) < system.n_massive
+        return G * jnp.where(massive, m[0] + m[1:], m[0])
+    return jnp.broadcast_to(G * m[0], m[1:].shape)
+
+
+def _drift(system: NBody, coordinates: str, s: _State, h) -> _State:
+    """The Kepler flow of every relative orbit for time h, and the centre of mass's."""
+    from mechint.exact.two_body import kepler_flow
+
+    r, v = kepler_flow(_mu(system, coordinates, s.r.dtype), s.r, s.v, h)
+    return _State(s.R + h * s.V, s.V, r, v)
+
+
+def _jump(system: NBody, coordinates: str, s: _State, h) -> _State:
+    """The central body's kinetic energy |Σ m_i v_i|²/(2 m_0) (heliocentric coordinates):
+    each position moves by h P/m_0 (WHDS: h(P − m_i V_i/(m_0 + m_i)))."""
+    if coordinates == "jacobi":
+        return s
+    m = _masses(system, s.r.dtype)
+    massive = jnp.asarray(np.arange(1, system.n) < system.n_massive)[:, None]
+    if coordinates == "whds":
+        own = jnp.where(massive, m[1:, None] * s.v / (m[0] + m[1:, None]), 0.0)
+        P = jnp.sum(own, axis=-2, keepdims=True)
+        return s._replace(r=s.r + h * (P - own))
+    P = jnp.sum(jnp.where(massive, m[1:, None] * s.v, 0.0), axis=-2, keepdims=True)
+    return s._replace(r=s.r + h * (P / m[0]))
+
+
+def _pair_accelerations(system: NBody, x, skip_first: bool):
+    """The direct forces' accelerations −Σ_j G m_j (x_i − x_j)/|x_i − x_j|³ on every
+    body from the massive bodies j ≠ i, without the central body's (``skip_first``
+    false: without the pair (0, 1) only)."""
+    nm = system.n_massive
+    m = _masses(system, x.dtype)[:nm]
+    d = x[..., :, None, :] - x[..., None, :nm, :]
+    i = np.arange(system.n)[:, None]
+    j = np.arange(nm)[None, :]
+    if skip_first:  # the central body's forces are the Kepler part
+        skip = (i == j) | (j == 0) | (i == 0)
+    else:  # the pair (0, 1) is the first Kepler term
+        skip = (i == j) | ((i + j == 1) & (i * j == 0))
+    r2 = jnp.sum(d * d, axis=-1)
+    safe = jnp.where(skip, 1.0, r2)
+    w = jnp.where(skip, 0.0, system.G.astype(x.dtype) * m / (safe * jnp.sqrt(safe)))
+    return -jnp.sum(w[..., None] * d, axis=-2)
+
+
+def jacobi_accelerations(system: NBody, x):
+    """The interaction accelerations (inertial, (..., N, 3)) of the Jacobi splitting at
+    inertial positions x: −∇V_I / m with V_I = H_I of the module docstring (the direct
+    forces without the 0–1 pair, and the Jacobi terms G m_j η_{j−1}/|r'_j|, j ≥ 2)."""
+    m = _masses(system, x.dtype)
+    G = system.G.astype(x.dtype)
+    a = _pair_accelerations(system, x, skip_first=False)
+    eta = jnp.cumsum(m)
+    _, Q = _jacobi(m, x)  # Q_j = x_j − R_{j−1}, j ≥ 1
+    Qn = jnp.sqrt(jnp.sum(Q * Q, axis=-1, keepdims=True))
+    f = G * Q / (Qn * Qn * Qn)  # (..., N−1, 3)
+    on = jnp.asarray(np.arange(1, system.n) >= 2)[:, None]  # the terms j ≥ 2
+    f = jnp.where(on, f, 0.0)
+    own = eta[:-1, None] * f  # on body j: + G η_{j−1} Q_j/|Q_j|³
+    # on each body i < j: − G m_j Q_j/|Q_j|³, summed over j > i
+    back = m[1:, None] * f
+    later = jnp.cumsum(back[..., ::-1, :], axis=-2)[..., ::-1, :]  # Σ_{j ≥ k}
+    zero = jnp.zeros_like(later[..., :1, :])
+    behind = jnp.concatenate([later, zero], axis=-2)  # row i: Σ_{j > i}, i = 0..N−1
+    return a + jnp.concatenate([zero, own], axis=-2) - behind
+
+
+def _jerk(system: NBody, x, a):
+    """J_k = Σ_j (∂a_k/∂x_j) a_j (the interaction accelerations' derivative along
+    themselves)."""
+    return jax.jvp(lambda y: jacobi_accelerations(system, y), (x,), (a,))[1]
+
+
+def _kick(system: NBody, coordinates: str, s: _State, h, a=None) -> _State:
+    """The interaction kick for time h (``a``: the accelerations to use, inertial; by
+    default those at the state's positions)."""
+    x = _positions(system, coordinates, s)
+    if coordinates == "jacobi":
+        if a is None:
+            a = jacobi_accelerations(system, x)
+        _, aj = _jacobi(_masses(system, x.dtype), a)
+        return s._replace(v=s.v + h * aj)
+    a = _pair_accelerations(system, x, skip_first=True)[..., 1:, :]
+    if coordinates == "whds":
+        a = a * _whds_scale(system, x.dtype)
+    return s._replace(v=s.v + h * a)
+
+
+def _interaction(system: NBody, coordinates: str, s: _State, h) -> _State:
+    """I(h), with the jumps around it in heliocentric coordinates."""
+    s = _jump(system, coordinates, s, 0.5 * h)
+    s = _kick(system, coordinates, s, h)
+    return _jump(system, coordinates, s, 0.5 * h)
+
+
+# The kinds of kick a map's sequence holds (``_run``): none, the interaction I(h), the
+# modified kick, the lazy implementer's kick, and SABAC's corrector kick of h³ J
+NONE, PLAIN, MODIFIED, LAZY, SABA_CORRECTOR = range(5)
+
+
+def _modified(system: NBody, s: _State, h, h2) -> _State:
+    x = _positions(system, "jacobi", s)
+    a = jacobi_accelerations(system, x)
+    return _kick(system, "jacobi", s, h, a + (h2 / 12) * _jerk(system, x, a))
+
+
+def _lazy(system: NBody, s: _State, h, h2) -> _State:
+    x = _positions(system, "jacobi", s)
+    a = jacobi_accelerations(system, x)
+    moved = jnp.asarray(np.arange(system.n) >= 1)[:, None]  # the central body stays
+    shifted = x + jnp.where(moved, (h2 / 12) * a, 0.0)
+    return _kick(system, "jacobi", s, h, jacobi_accelerations(system, shifted))
+
+
+def _saba_corrector(system: NBody, s: _State, h, h2) -> _State:
+    x = _positions(system, "jacobi", s)
+    a = jacobi_accelerations(system, x)
+    return _kick(system, "jacobi", s, h, h2 * _jerk(system, x, a))
+
+
+def merged(ops) -> tuple[tuple[float, float, int], ...]:
+    """A sequence of ("D", c) and ("I", d, kind) as rows (c, d, kind): each kick with the
+    drift before it (adjacent drifts added: the Kepler flow is a one-parameter group),
+    the last drift in a row without a kick."""
+    rows: list[tuple[float, float, int]] = []
+    drift = 0.0
+    for op in ops:
+        if op[0] == "D":
+            drift += op[1]
+        else:
+            rows.append((drift, op[1], op[2]))
+            drift = 0.0
+    if drift != 0.0:
+        rows.append((drift, 0.0, NONE))
+    return tuple(rows)
+
+
+def _run(system: NBody, coordinates: str, s: _State, h, rows, kinds) -> _State:
+    """The map's sequence of drifts and kicks (``merged`` rows, fractions of h) in one
+    loop, so that each operation is compiled once whatever the sequence's length; the
+    centre of mass moves by h V (the drifts add up to h)."""
+    table = np.asarray([(c, d) for c, d, _ in rows])
+    kind = np.asarray([kinds.index(k) for _, _, k in rows], dtype=np.int32)
+    real = s.r.dtype
+    h2 = h * h
+    ops = {
+        NONE: lambda s, d: s,
+        PLAIN: lambda s, d: _interaction(system, coordinates, s, d),
+        MODIFIED: lambda s, d: _modified(system, s, d, h2),
+        LAZY: lambda s, d: _lazy(system, s, d, h2),
+        SABA_CORRECTOR: lambda s, d: _saba_corrector(system, s, d, h2),
+    }
+    branches = [ops[k] for k in kinds]
+
+    def body(s, row):
+        (c, d), k = row
+        s = jax.lax.cond(c != 0, lambda s: _drift(system, coordinates, s, c * h), lambda s: s, s)
+        if len(branches) > 1:
+            s = jax.lax.switch(k, branches, s, d * h)
+        else:
+            s = branches[0](s, d * h)
+        return s, None
+
+    R = s.R
+    s, _ = jax.lax.scan(body, s, (jnp.asarray(table, real), jnp.asarray(kind)))
+    return s._replace(R=R + h * s.V)
+
+
+def corrector_ops(order: int, inv: float, kick: int = PLAIN) -> list:
+    """The corrector of ``order`` (inv = 1) or its inverse to its order (inv = −1): the
+    Z(a, b) = D(a) I(−b) D(−2a) I(b) D(a) of ``corrector_sequence``."""
+    ops: list = []
+    for a, b in corrector_sequence(order):
+        ops += [("D", a), ("I", -inv * b, kick), ("D", -2 * a), ("I", inv * b, kick), ("D", a)]
+    return ops
+
+
+def corrector2_ops(inv: float) -> list:
+    """The second corrector (Wisdom, Holman & Touma 1996; Jacobi): U(a, b) U(−a, b) with
+    a = inv/2, b = inv b₂, U(a, b) = D(a) Y(a, b) Y(a, −b) D(−a), Y(a, b) = C(a, b)
+    C(−a, −b), C(a, b) = D(a) I(b) D(−a)."""
+
+    def C(a, b):
+        return [("D", a), ("I", b, PLAIN), ("D", -a)]
+
+    def U(a, b):
+        return [("D", a), *C(a, b), *C(-a, -b), *C(a, -b), *C(-a, b), ("D", -a)]
+
+    a, b = 0.5 * inv, _CORRECTOR2_B * inv
+    return U(a, b) + U(-a, b)
+
+
+def _encounter_status(system: NBody, q) -> StepStatus:
+    """Fails with CLOSE_ENCOUNTER where two bodies are closer than the system's encounter
+    distance (residual: their distance over it)."""
+    if not system.checks_encounters:
+        return status(True, jnp.zeros((), q.dtype), Reason.CLOSE_ENCOUNTER)
+    d, _ = system.close_pair(q)
+    ratio = d / system.encounter.astype(q.dtype)
+    return status(ratio >= 1, ratio, Reason.CLOSE_ENCOUNTER)
+
+
+def _finish(system: NBody, coordinates: str, s: _State):
+    x = _from(system, coordinates, s)
+    return x, combine([ok_status(x), _encounter_status(system, x[0])])
+
+
+def _parse_corrector(value) -> int:
+    return int(value)
+
+
+def _parse_bool(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise InputError("corrector2", f"expected true or false, got {value!r}")
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class WisdomHolman(Integrator):
+    """The Wisdom–Holman map of ``systems.NBody`` (the module docstring): ``coordinates``
+    "jacobi" (default), "democratic-heliocentric" or "whds"; ``kernel`` "standard"
+    (default), "modified-kick", "composition" or "lazy" (Jacobi only); ``corrector`` 0
+    (none), 3, 5, 7, 11 or 17 (not with WHDS); ``corrector2`` (Jacobi only)."""
+
+    coordinates: str = "jacobi"
+    kernel: str = "standard"
+    corrector: int = 0
+    corrector2: bool = False
+
+    name: ClassVar[str] = "wisdom-holman"
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting("coordinates", "wisdom-holman: jacobi (default), democratic-heliocentric, whds"),
+        Setting("kernel", "wisdom-holman: standard (default), modified-kick, composition, lazy"),
+        Setting(
+            "corrector",
+            "wisdom-holman: symplectic corrector order 0 (none), 3, 5, 7, 11, 17",
+            _parse_corrector,
+        ),
+        Setting("corrector2", "wisdom-holman: the second corrector (true/false)", _parse_bool),
+    )
+
+    def __post_init__(self):
+        if self.coordinates not in COORDINATES:
+            raise InputError("coordinates", f"unknown coordinates {self.coordinates!r}",
+                             f"one of {', '.join(COORDINATES)}")  # fmt: skip
+        if self.kernel not in KERNELS:
+            raise InputError("kernel", f"unknown kernel {self.kernel!r}",
+                             f"one of {', '.join(KERNELS)}")  # fmt: skip
+        if isinstance(self.corrector, bool) or self.corrector not in CORRECTORS:
+            raise InputError("corrector", f"no symplectic corrector of order {self.corrector!r}",
+                             "one of 0, 3, 5, 7, 11, 17")  # fmt: skip
+        if not isinstance(self.corrector2, bool):
+            raise InputError("corrector2", f"must be True or False, got {self.corrector2!r}")
+        if self.kernel != "standard" and self.coordinates != "jacobi":
+            raise InputError("kernel", f"the {self.kernel} kernel needs Jacobi coordinates",
+                             "use coordinates='jacobi', or kernel='standard'")  # fmt: skip
+        if self.corrector and self.coordinates == "whds":
+            raise InputError("corrector", "WHDS coordinates have no symplectic corrector",
+                             "use Jacobi or democratic-heliocentric coordinates")  # fmt: skip
+        if self.corrector2 and self.coordinates != "jacobi":
+            raise InputError("corrector2", "the second corrector needs Jacobi coordinates")
+        self.settle_traits()
+
+    def derived_traits(self) -> Traits:
+        symmetric = self.kernel != "composition" and not self.corrector and not self.corrector2
+        return Traits(order=2, symmetric=symmetric, explicit=True, symplectic=True)
+
+    def cannot_serve(self, system) -> str | None:
+        return serves_only(system, (NBody,))
+
+    def ops(self) -> list:
+        """The step as a sequence of ("D", c) and ("I", d, kind), fractions of h: the
+        corrector, the kernel, the corrector's inverse (to its order)."""
+        kernel = {
+            "standard": [("D", 0.5), ("I", 1.0, PLAIN), ("D", 0.5)],
+            "modified-kick": [("D", 0.5), ("I", 1.0, MODIFIED), ("D", 0.5)],
+            "lazy": [("D", 0.5), ("I", 1.0, LAZY), ("D", 0.5)],
+            "composition": [
+                ("D", 5 / 8),
+                ("I", -1 / 6, PLAIN),
+                ("D", -1 / 4),
+                ("I", 1 / 6, PLAIN),
+                ("D", 1 / 8),
+                ("I", 1.0, PLAIN),
+                ("D", -1 / 8),
+                ("I", -1 / 6, PLAIN),
+                ("D", 1 / 4),
+                ("I", 1 / 6, PLAIN),
+                ("D", 3 / 8),
+            ],
+        }[self.kernel]
+        before: list = []
+        after: list = []
+        if self.corrector:
+            before += corrector_ops(self.corrector, 1.0)
+            after = corrector_ops(self.corrector, -1.0) + after
+        if self.corrector2:
+            before += corrector2_ops(1.0)
+            after = corrector2_ops(-1.0) + after
+        return before + kernel + after
+
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        rows = merged(self.ops())
+        kinds = sorted({k for _, _, k in rows})
+        s = _run(system, self.coordinates, _to(system, self.coordinates, x), h, rows, kinds)
+        return _finish(system, self.coordinates, s)
+
+    def preserved(self, system, x, h) -> dict:
+        return kept(system, ("Px", "Py", "Pz", "Lx", "Ly", "Lz"), x)
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class SABA(Integrator):
+    """Laskar & Robutel's SABA_n (n = 1..4; ``corrected=True``: SABAC_n, the corrector
+    of the modified kick at both ends) and Blanes et al.'s SABA(10,6,4), SABA(8,6,4),
+    SABA(10,4) (n given as the text "10,6,4", "8,6,4", "10,4"), on Jacobi coordinates."""
+
+    n: int | str = "10,6,4"
+    corrected: bool = False
+
+    name: ClassVar[str] = "saba"
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting("n", "saba: 1, 2, 3, 4, 10,6,4 (default), 8,6,4 or 10,4", lambda v: _saba_kind(v)),
+        Setting("corrected", "saba: SABAC_n, the corrected map (n = 1..4)", _parse_bool),
+    )
+
+    def __post_init__(self):
+        object.__setattr__(self, "n", _saba_kind(self.n))
+        if not isinstance(self.corrected, bool):
+            raise InputError("corrected", f"must be True or False, got {self.corrected!r}")
+        if self.corrected and _SABA[self.n][2] is None:
+            raise InputError("corrected", f"SABA({self.n}) has no corrector",
+                             "corrected=True with n = 1, 2, 3 or 4")  # fmt: skip
+        self.settle_traits()
+
+    def derived_traits(self) -> Traits:
+        return Traits(order=2, symmetric=True, explicit=True, symplectic=True)
+
+    def cannot_serve(self, system) -> str | None:
+        return serves_only(system, (NBody,))
+
+    def ops(self) -> list:
+        """The step as a sequence of ("D", c) and ("I", d, kind), fractions of h."""
+        ops = [("D", c) if op == "D" else ("I", c, PLAIN) for op, c in saba_sequence(self.n)]
+        if self.corrected:  # the corrector's kick of cc h³ J at both ends
+            cc = _SABA[self.n][2]
+            ops = [("I", cc, SABA_CORRECTOR), *ops, ("I", cc, SABA_CORRECTOR)]
+        return ops
+
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        rows = merged(self.ops())
+        kinds = sorted({k for _, _, k in rows})
+        s = _run(system, "jacobi", _to(system, "jacobi", x), h, rows, kinds)
+        return _finish(system, "jacobi", s)
+
+    def preserved(self, system, x, h) -> dict:
+        return kept(system, ("Px", "Py", "Pz", "Lx", "Ly", "Lz"), x)
+
+
+def _saba_kind(value) -> int | str:
+    text = str(value).replace(" ", "").strip("()")
+    for kind in _SABA:
+        if text == str(kind):
+            return kind
+    raise InputError("n", f"no SABA method {value!r}",
+                     "one of 1, 2, 3, 4, '10,6,4', '8,6,4', '10,4'")  # fmt: skip

@@ -1,0 +1,567 @@
+r"""Planetary systems: N point masses under Newton's gravity.
+
+``NBody(masses, G)``: bodies 0..N−1, body 0 the central one (the star), state (q, p)
+with q the inertial (barycentric, for the states this module makes) positions and
+p = m v the momenta, each of shape (N, 3) (a batch: (B, N, 3)).
+
+    H = Σ_i |p_i|²/(2 m_i) − Σ_{i<j} G m_i m_j / |q_i − q_j|.
+
+Invariants: H, the total momentum P = Σ p_i (``Px``, ``Py``, ``Pz``) and the angular
+momentum L = Σ q_i × p_i (``Lx``, ``Ly``, ``Lz``), the momentum maps of translations and
+rotations (kept exactly by the symplectic partitioned maps and by the Wisdom–Holman
+maps); the centre of mass moves uniformly, R(t) = R(0) + P t / M (``centre_of_mass``).
+
+**Test particles**: bodies of mass 0 (asteroids, comets) come last; they feel the
+massive bodies and act on nothing.  Their momentum would be 0, so their p holds the
+velocity (the momentum per unit mass), and H, P and L are the massive bodies' (each
+test particle's own energy is not conserved in a moving field).  The forces cost
+O(N_massive · N), nothing between test particles.
+
+**Units**: any consistent set; G is the constant in them.  ``outer_solar_system`` uses
+astronomical units, days and solar masses with G = k² = 2.95912208286e-4 AU³/(M☉ day²)
+(k the Gaussian gravitational constant).
+
+**Close encounters**: ``encounter = d`` (a distance) makes every step of the maps that
+assume the central body dominates (``integrators.WisdomHolman``, ``SABA``) fail with
+``Reason.CLOSE_ENCOUNTER`` where two bodies (one of them massive) come closer than d
+(measured at the step's end state); ``close_pair(q)`` says which pair and how close.
+
+Elements (``from_elements``, ``to_elements``): the osculating orbit of each body about
+the centre of mass of the bodies before it (``frame="jacobi"``) or about body 0
+(``"heliocentric"``), with μ = G (m_interior + m_k): a (or the period P), e, i, Ω, ω and
+the mean anomaly M (or the mean longitude λ = M + ω + Ω, or the time of periapsis).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, ClassVar, final
+
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from mechint._pytree import register_pytree
+from mechint._validate import positive_scalar, real_array, shown, traced
+from mechint.errors import InputError
+from mechint.systems.base import Parameter, StateOption
+from mechint.systems.canonical import Separable
+
+# the Gaussian gravitational constant squared: G in AU³ / (solar mass · day²)
+GAUSS_G = 2.95912208286e-4
+
+
+def _masses(values, test_particles: int | None) -> tuple[Any, int]:
+    """The masses as an array and the number of test particles (trailing zeros)."""
+    if traced(values):
+        m = jnp.asarray(values)
+        if m.ndim != 1 or m.shape[0] < 2:
+            raise InputError("masses", f"expected N ≥ 2 masses, got shape {m.shape}")
+        return m, int(test_particles or 0)
+    m = real_array("masses", values)
+    if m.ndim != 1 or m.shape[0] < 2:
+        raise InputError("masses", f"expected a list of N ≥ 2 masses, got shape {m.shape}",
+                         "give the central body's mass first, then each planet's")  # fmt: skip
+    if not np.all(np.isfinite(m)) or np.any(m < 0):
+        raise InputError("masses", f"must be finite and ≥ 0, got {m.tolist()}")
+    if m[0] <= 0:
+        raise InputError("masses", "the central body (the first) must have a positive mass",
+                         "put the star first")  # fmt: skip
+    zero = m == 0
+    n_test = int(np.sum(zero))
+    if n_test and not np.all(zero[m.shape[0] - n_test :]):
+        raise InputError("masses", "test particles (mass 0) must come after every massive "
+                         "body", "reorder the bodies: massive ones first")  # fmt: skip
+    if test_particles is not None and int(test_particles) != n_test:
+        raise InputError("test_particles", f"{test_particles} given, but {n_test} masses are 0")
+    return m, n_test
+
+
+@final
+@register_pytree(data=("masses", "G", "encounter"), meta=("dof", "n_test", "checks_encounters"))
+@dataclasses.dataclass(frozen=True, eq=False, init=False)
+class NBody(Separable):
+    r"""N point masses under Newton's gravity (the module docstring); ``masses`` (N,)
+    with the central body first and test particles (mass 0) last, ``G`` the constant of
+    gravity in the units of the masses, lengths and times used, ``encounter`` a distance
+    below which a pair's approach fails the step of a Wisdom–Holman map (None: no such
+    check).  Masses and G may be traced (``jax.grad`` with respect to them)."""
+
+    descriptions: ClassVar[dict[str, str]] = {
+        "q": "position (inertial frame)",
+        "p": "momentum m v (a test particle's: its velocity)",
+        "H": "energy of the massive bodies",
+        "Px": "total momentum, x",
+        "Py": "total momentum, y",
+        "Pz": "total momentum, z",
+        "Lx": "total angular momentum, x",
+        "Ly": "total angular momentum, y",
+        "Lz": "total angular momentum, z",
+    }
+
+    masses: Float[Array, " N"]
+    G: Float[Array, ""]
+    encounter: Float[Array, ""]
+    n_test: int
+    checks_encounters: bool
+
+    name: ClassVar[str] = "nbody"
+    state_fields = (("q", ("body", "xyz")), ("p", ("body", "xyz")))
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        Parameter(
+            "masses",
+            "the masses, the central body first, test particles (0) last",
+            required=True,
+            example="1,0.001,0.0003",
+        ),
+        Parameter("G", "the constant of gravity (default 1)"),
+        Parameter(
+            "encounter",
+            "fail a Wisdom-Holman step where two bodies come closer than "
+            "this distance (default: no check)",
+        ),
+    )
+    state_options: ClassVar[tuple[StateOption, ...]] = (
+        StateOption("q0", "nbody: positions, one row of 3 per body: 'x,y,z;x,y,z;...'"),
+        StateOption("p0", "nbody: momenta m v (test particles: velocities), rows as q0"),
+    )
+    momentum_maps: ClassVar[tuple[str, ...]] = ("Px", "Py", "Pz", "Lx", "Ly", "Lz")
+
+    def __init__(self, masses, G=1.0, encounter=None, *, test_particles: int | None = None):
+        m, n_test = _masses(masses, test_particles)
+        object.__setattr__(self, "masses", jnp.asarray(m))
+        object.__setattr__(self, "G", jnp.asarray(positive_scalar("G", G)))
+        object.__setattr__(self, "checks_encounters", encounter is not None)
+        d = 0.0 if encounter is None else positive_scalar("encounter", encounter)
+        object.__setattr__(self, "encounter", jnp.asarray(d))
+        object.__setattr__(self, "n_test", n_test)
+        object.__setattr__(self, "dof", 3 * int(m.shape[0]))
+
+    def __repr__(self) -> str:
+        extra = f", encounter={float(self.encounter):g}" if self.checks_encounters else ""
+        return f"NBody(masses={shown(self.masses)}, G={float(self.G):g}{extra})"
+
+    # --- sizes --------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """The number of bodies."""
+        return self.dof // 3
+
+    @property
+    def n_massive(self) -> int:
+        return self.n - self.n_test
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        return (self.n, 3)
+
+    @property
+    def quadratic_invariants(self) -> tuple[str, ...]:
+        return ("Px", "Py", "Pz", "Lx", "Ly", "Lz")
+
+    def parameters(self) -> dict:
+        out = {"masses": [float(v) for v in np.asarray(self.masses)], "G": float(self.G)}
+        if self.checks_encounters:
+            out["encounter"] = float(self.encounter)
+        return out
+
+    # --- the Hamiltonian and its pieces ---------------------------------------------
+    def inertia_weights(self, dtype=None):
+        """(N, 1): m_i for a massive body, 1 for a test particle (p = w v)."""
+        m = self.masses if dtype is None else self.masses.astype(dtype)
+        w = jnp.where(jnp.arange(self.n) < self.n_massive, m, jnp.ones_like(m))
+        return w[:, None]
+
+    def kinetic(self, p):
+        m = self.masses[: self.n_massive, None]
+        return jnp.sum(p[..., : self.n_massive, :] ** 2 / (2 * m), axis=(-2, -1))
+
+    def potential(self, q):
+        qm = q[..., : self.n_massive, :]
+        m = self.masses[: self.n_massive]
+        i, j = np.triu_indices(self.n_massive, 1)
+        r = jnp.sqrt(jnp.sum((qm[..., i, :] - qm[..., j, :]) ** 2, axis=-1))
+        return -self.G * jnp.sum(m[i] * m[j] / r, axis=-1)
+
+    def accelerations(self, q):
+        """a_i = −Σ_j G m_j (q_i − q_j)/|q_i − q_j|³ over the massive bodies j ≠ i, for
+        every body i (test particles included): shape of q."""
+        nm = self.n_massive
+        d = q[..., :, None, :] - q[..., None, :nm, :]  # (..., N, Nm, 3)
+        r2 = jnp.sum(d * d, axis=-1)
+        own = np.arange(self.n)[:, None] == np.arange(nm)[None, :]
+        safe = jnp.where(own, 1.0, r2)
+        w = jnp.where(own, 0.0, self.G * self.masses[:nm] / (safe * jnp.sqrt(safe)))
+        return -jnp.sum(w[..., None] * d, axis=-2)
+
+    def kinetic_gradient(self, p):
+        return p / self.inertia_weights(p.dtype)
+
+    def potential_gradient(self, q):
+        return -self.inertia_weights(q.dtype) * self.accelerations(q)
+
+    def gradient(self, q, p):
+        return self.potential_gradient(q), self.kinetic_gradient(p)
+
+    def energy(self, q, p):
+        return self.kinetic(p) + self.potential(q)
+
+    def hamiltonian(self, x):
+        q, p = x
+        return self.energy(q, p)
+
+    def vector_field(self, x):
+        q, p = x
+        return self.kinetic_gradient(p), -self.potential_gradient(q)
+
+    def _vectorize(self, fn, signature: str):
+        return jnp.vectorize(fn, signature=signature.replace("(d)", "(n,k)"))
+
+    def first_integrals(self, x) -> dict:
+        q, p = x
+        nm = self.n_massive
+        P = jnp.sum(p[..., :nm, :], axis=-2)
+        L = jnp.sum(jnp.cross(q[..., :nm, :], p[..., :nm, :]), axis=-2)
+        return {"Px": P[..., 0], "Py": P[..., 1], "Pz": P[..., 2],
+                "Lx": L[..., 0], "Ly": L[..., 1], "Lz": L[..., 2]}  # fmt: skip
+
+    def centre_of_mass(self, q):
+        """R = Σ m_i q_i / Σ m_i (the massive bodies; test particles weigh nothing)."""
+        m = self.masses.astype(q.dtype)
+        return jnp.sum(m[:, None] * q, axis=-2) / jnp.sum(m)
+
+    def close_pair(self, q):
+        """(the least distance between two bodies, one of them massive; the pair (i, j))
+        at the positions q of one state."""
+        nm = self.n_massive
+        d = q[..., :, None, :] - q[..., None, :nm, :]
+        r2 = jnp.sum(d * d, axis=-1)
+        own = np.arange(self.n)[:, None] <= np.arange(nm)[None, :]  # each pair once
+        r2 = jnp.where(own, jnp.inf, r2)
+        flat = jnp.argmin(r2.reshape(*r2.shape[:-2], -1), axis=-1)
+        i, j = jnp.divmod(flat, nm)
+        return jnp.sqrt(jnp.min(r2, axis=(-2, -1))), (j, i)
+
+    # --- coordinates (the canonical structure on the flattened state) ----------------
+    def coordinates(self, x):
+        q, p = x
+        lead = q.shape[:-2]
+        return jnp.concatenate([q.reshape(*lead, -1), p.reshape(*lead, -1)], axis=-1)
+
+    def from_coordinates(self, z):
+        lead = z.shape[:-1]
+        half = self.dof
+        return z[..., :half].reshape(*lead, self.n, 3), z[..., half:].reshape(*lead, self.n, 3)
+
+    def poisson_tensor(self, x):
+        d = self.dof
+        I, O = np.eye(d), np.zeros((d, d))
+        Jc = jnp.asarray(np.block([[O, I], [-I, O]]))
+        return jnp.broadcast_to(Jc, (*x[0].shape[:-2], 2 * d, 2 * d))
+
+    # --- states -----------------------------------------------------------------------
+    def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
+        if not isinstance(x, tuple | list) or len(x) != 2:
+            raise InputError(name, f"expected a pair (q, p), got {type(x).__name__}")
+        arrays = []
+        for k, label in enumerate(("q", "p")):
+            a = real_array(f"{name}[{k}] ({label})", x[k])
+            if a.ndim not in (2, 3) or a.shape[-2:] != (self.n, 3):
+                raise InputError(f"{name}[{k}] ({label})", f"expected shape ({self.n}, 3) (or "
+                                 f"a batch (B, {self.n}, 3)), got {a.shape}",
+                                 "one row of x, y, z per body")  # fmt: skip
+            if not np.all(np.isfinite(a)):
+                raise InputError(f"{name}[{k}] ({label})", "holds a value that is not finite")
+            arrays.append(a)
+        q, p = arrays
+        if q.shape != p.shape:
+            raise InputError(name, f"q and p must have one shape, got {q.shape} and {p.shape}")
+        nm = self.n_massive
+        d = q[..., :, None, :] - q[..., None, :nm, :]
+        r2 = np.sum(d * d, axis=-1)
+        r2[..., np.arange(nm), np.arange(nm)] = np.inf
+        if np.any(r2 == 0):
+            where = np.argwhere(r2 == 0)[0]
+            i, j = int(where[-2]), int(where[-1])
+            raise InputError(f"{name}[0] (q)", f"bodies {j} and {i} are at the same place",
+                             "give each body its own position")  # fmt: skip
+        return (q, p), q.ndim == 3
+
+    def example_state(self):
+        """Bodies 1.. on moderately eccentric, inclined orbits about the centre of mass
+        of those before them (a_k = 1.6^(k−1), e = 0.05 k), barycentric."""
+        k = np.arange(1, self.n)
+        elements = {"a": 1.6 ** (k - 1.0), "e": 0.05 * k, "i": 0.03 * k, "Omega": 0.7 * k,
+                    "omega": 1.1 * k, "M": 2.3 * k}  # fmt: skip
+        masses = np.asarray(self.masses)
+        return state_from_elements(masses, elements, float(self.G), "jacobi")
+
+    def state_from_options(self, given: dict, frame=None):
+        fix = f"give {self.n} rows of 3 numbers, separated by ';'"
+        q0, p0 = given.get("q0"), given.get("p0")
+        if q0 is None or p0 is None:
+            raise InputError("q0" if q0 is None else "p0", f"required for {self.name}", fix)
+        try:
+            q = np.asarray(q0, dtype=np.float64).reshape(self.n, 3)
+            p = np.asarray(p0, dtype=np.float64).reshape(self.n, 3)
+        except ValueError:
+            raise InputError("q0", f"expected {self.n} × 3 numbers", fix) from None
+        return self.validate_state((q, p))[0]
+
+    # --- elements -------------------------------------------------------------------
+    @staticmethod
+    def from_elements(masses, elements: Mapping, G=1.0, frame: str = "jacobi",
+                      encounter=None) -> tuple[NBody, tuple]:  # fmt: skip
+        """(the system, its barycentric state) from the orbital elements of bodies
+        1..N−1 (``elements``: a mapping of arrays of N−1 values, or of (B, N−1) for a
+        batch of states): ``a`` (or ``P``, the period), ``e``, ``i``, ``Omega``,
+        ``omega`` (radians) and one of ``M`` (mean anomaly at t = 0), ``lam`` (mean
+        longitude M + ω + Ω) or ``tp`` (time of periapsis); e ≥ 1 (hyperbolic: a < 0)
+        is accepted for test particles and planets alike.  ``frame``: "jacobi" (each
+        orbit about the centre of mass of the bodies before it, μ = G(m_0 + … + m_k))
+        or "heliocentric" (about body 0, μ = G(m_0 + m_k)).  Units: those of G (for
+        ``GAUSS_G``: AU, days, solar masses)."""
+        system = NBody(masses, G, encounter)
+        x0 = state_from_elements(np.asarray(system.masses), elements, G, frame)
+        return system, x0
+
+    def to_elements(self, x, frame: str = "jacobi") -> dict:
+        """The osculating elements of bodies 1..N−1 of state ``x`` (the inverse of
+        ``from_elements``): a, e, i, Omega, omega, M (radians), P (the period, NaN for
+        an unbound orbit) and the μ used."""
+        return elements_of(self.masses, self.G, x, frame)
+
+
+# --- relative orbits --------------------------------------------------------------------
+_FRAMES = ("jacobi", "heliocentric")
+
+
+def _frame(frame: str) -> str:
+    if frame not in _FRAMES:
+        raise InputError("frame", f"unknown frame {frame!r}", f"one of {', '.join(_FRAMES)}")
+    return frame
+
+
+def interior_masses(masses, frame: str):
+    """(N−1,): the mass each body's orbit is about (the bodies before it for Jacobi, the
+    central body for heliocentric)."""
+    m = jnp.asarray(masses)
+    if frame == "jacobi":
+        return jnp.cumsum(m)[:-1]
+    return jnp.broadcast_to(m[0], m[1:].shape)
+
+
+def to_relative(masses, q, frame: str):
+    """Inertial vectors (positions or velocities, (..., N, 3)) → (the centre of mass's,
+    (..., 3); the relative vectors of bodies 1.., (..., N−1, 3))."""
+    m = jnp.asarray(masses, dtype=q.dtype)
+    total = jnp.sum(m)
+    com = jnp.einsum("i,...ik->...k", m, q) / total
+    if frame == "jacobi":
+        eta = jnp.cumsum(m)
+        partial = jnp.cumsum(m[:, None] * q, axis=-2)  # Σ_{j ≤ i} m_j q_j
+        inner = partial[..., :-1, :] / eta[:-1, None]
+        return com, q[..., 1:, :] - inner
+    return com, q[..., 1:, :] - q[..., :1, :]
+
+
+def from_relative(masses, com, rel, frame: str):
+    """The inverse of ``to_relative``."""
+    m = jnp.asarray(masses, dtype=rel.dtype)
+    n = m.shape[0]
+    if frame == "heliocentric":
+        # com = q0 + Σ_k m_k r_k / M
+        q0 = com - jnp.einsum("k,...kj->...j", m[1:], rel) / jnp.sum(m)
+        return jnp.concatenate([q0[..., None, :], q0[..., None, :] + rel], axis=-2)
+    eta = jnp.cumsum(m)
+    # backwards: R_k (centre of mass of 0..k) from R_{N-1} = com
+    out: list[Any] = [None] * n
+    R = com
+    for k in range(n - 1, 0, -1):
+        # R_k = (eta_{k-1} R_{k-1} + m_k q_k)/eta_k, q_k = R_{k-1} + r_k
+        # ⇒ R_{k-1} = R_k − m_k r_k / eta_k
+        R_prev = R - m[k] * rel[..., k - 1, :] / eta[k]
+        out[k] = R_prev + rel[..., k - 1, :]
+        R = R_prev
+    out[0] = R
+    return jnp.stack(out, axis=-2)
+
+
+def state_from_elements(masses, elements: Mapping, G, frame: str):
+    """The barycentric (q, p) of ``from_elements`` (NumPy arrays, float64)."""
+    from mechint.exact.two_body import kepler_flow
+
+    frame = _frame(frame)
+    m = np.asarray(masses, dtype=np.float64)
+    n = m.shape[0]
+    el = _read_elements(elements, n - 1)
+    mu = float(G) * (np.asarray(interior_masses(m, frame)) + m[1:])
+    mu = np.broadcast_to(mu, el["e"].shape)
+    e = el["e"]
+    if "a" in el:
+        a = el["a"]
+    else:
+        a = np.cbrt(mu * (el["P"] / (2 * np.pi)) ** 2)
+    bound = e < 1
+    if np.any(bound & (a <= 0)) or np.any(~bound & (a >= 0)):
+        raise InputError("elements", "a must be > 0 for e < 1 and < 0 for e > 1 (hyperbolic)",
+                         "give a > 0 for bound orbits")  # fmt: skip
+    if np.any(e == 1):
+        raise InputError("elements", "e = 1 (parabolic) has no a", "use e slightly off 1")
+    n_mean = np.sqrt(mu / np.abs(a) ** 3)
+    if "M" in el:
+        M = el["M"]
+    elif "lam" in el:
+        M = el["lam"] - el["omega"] - el["Omega"]
+    else:
+        M = -n_mean * el["tp"]
+    rp = a * (1 - e)
+    vp = np.sqrt(mu * (1 + e) / rp)
+    P = _rotation(el["Omega"], el["i"], el["omega"])  # (..., 3, 3): perifocal → frame
+    r0 = rp[..., None] * P[..., :, 0]
+    v0 = vp[..., None] * P[..., :, 1]
+    t = M / n_mean  # from periapsis (a bound orbit's M taken as it is: any revolution)
+    if np.any(bound):
+        t = np.where(bound, np.remainder(M + np.pi, 2 * np.pi) - np.pi, M) / n_mean
+    r, v = kepler_flow(mu, r0, v0, t)
+    r, v = np.asarray(r), np.asarray(v)
+    zero = np.zeros((*r.shape[:-2], 3))
+    q = np.asarray(from_relative(m, jnp.asarray(zero), jnp.asarray(r), frame))
+    vel = np.asarray(from_relative(m, jnp.asarray(zero), jnp.asarray(v), frame))
+    w = np.where(m > 0, m, 1.0)[:, None]
+    return q, vel * w
+
+
+def _read_elements(elements: Mapping, count: int) -> dict:
+    if not isinstance(elements, Mapping):
+        raise InputError("elements", f"expected a mapping of arrays, got {type(elements).__name__}",
+                         "e.g. {'a': [5.2], 'e': [0.05], 'i': [0.02], 'Omega': [1.75], "
+                         "'omega': [4.8], 'M': [0.3]}")  # fmt: skip
+    keys = set(elements)
+    known = {"a", "P", "e", "i", "Omega", "omega", "M", "lam", "tp"}
+    if keys - known:
+        raise InputError("elements", f"unknown keys {sorted(keys - known)}",
+                         f"use {sorted(known)}")  # fmt: skip
+    size = [k for k in ("a", "P") if k in keys]
+    phase = [k for k in ("M", "lam", "tp") if k in keys]
+    if len(size) != 1 or len(phase) != 1:
+        raise InputError("elements", "give one of a and P, and one of M, lam and tp",
+                         f"got {sorted(keys)}")  # fmt: skip
+    out = {}
+    for k in ("e", "i", "Omega", "omega", size[0], phase[0]):
+        a = real_array(f"elements[{k!r}]", elements.get(k, 0.0))
+        if a.ndim == 0:
+            a = np.full(count, float(a))
+        if a.shape[-1] != count or a.ndim > 2:
+            raise InputError(
+                f"elements[{k!r}]",
+                f"expected {count} values (one per body "
+                f"after the first, or (B, {count}) for a batch), got {a.shape}",
+            )
+        if not np.all(np.isfinite(a)):
+            raise InputError(f"elements[{k!r}]", "holds a value that is not finite")
+        out[k] = a
+    shape = np.broadcast_shapes(*(a.shape for a in out.values()))
+    out = {k: np.broadcast_to(a, shape).astype(np.float64) for k, a in out.items()}
+    if np.any(out["e"] < 0):
+        raise InputError("elements['e']", "must be ≥ 0")
+    if np.any((out["i"] < 0) | (out["i"] > np.pi)):
+        raise InputError("elements['i']", "must lie in [0, π] (radians)")
+    if "P" in out and np.any(out["P"] <= 0):
+        raise InputError("elements['P']", "must be > 0 (bound orbits)")
+    return out
+
+
+def _rotation(Omega, inc, omega):
+    """R_z(Ω) R_x(i) R_z(ω): perifocal (periapsis along x) → the reference frame."""
+    cO, sO, ci, si, cw, sw = (np.cos(Omega), np.sin(Omega), np.cos(inc), np.sin(inc),
+                              np.cos(omega), np.sin(omega))  # fmt: skip
+    rows = [
+        [cO * cw - sO * sw * ci, -cO * sw - sO * cw * ci, sO * si],
+        [sO * cw + cO * sw * ci, -sO * sw + cO * cw * ci, -cO * si],
+        [sw * si, cw * si, ci],
+    ]
+    return np.stack([np.stack(r, axis=-1) for r in rows], axis=-2)
+
+
+def elements_of(masses, G, x, frame: str) -> dict:
+    """``NBody.to_elements`` (JAX: differentiable, batched)."""
+    frame = _frame(frame)
+    q, p = (jnp.asarray(a) for a in x)
+    m = jnp.asarray(masses, dtype=q.dtype)
+    w = jnp.where(m > 0, m, 1.0)[:, None]
+    _, r = to_relative(m, q, frame)
+    _, v = to_relative(m, p / w, frame)
+    mu = G * (interior_masses(m, frame) + m[1:])
+    rn = jnp.sqrt(jnp.sum(r * r, axis=-1))
+    v2 = jnp.sum(v * v, axis=-1)
+    h = jnp.cross(r, v)
+    hn = jnp.sqrt(jnp.sum(h * h, axis=-1))
+    rv = jnp.sum(r * v, axis=-1)
+    evec = ((v2 - mu / rn)[..., None] * r - rv[..., None] * v) / mu[..., None]
+    e = jnp.sqrt(jnp.sum(evec * evec, axis=-1))
+    a = 1.0 / (2.0 / rn - v2 / mu)
+    inc = jnp.arccos(jnp.clip(h[..., 2] / hn, -1.0, 1.0))
+    Omega = jnp.arctan2(h[..., 0], -h[..., 1])
+    node = jnp.stack([jnp.cos(Omega), jnp.sin(Omega), jnp.zeros_like(Omega)], axis=-1)
+    # ω: from the node to periapsis, in the orbit's plane
+    hz = h / hn[..., None]
+    omega = jnp.arctan2(jnp.sum(jnp.cross(node, evec) * hz, axis=-1), jnp.sum(node * evec, axis=-1))
+    nu = jnp.arctan2(jnp.sum(jnp.cross(evec, r) * hz, axis=-1) * e / jnp.maximum(e, 1e-300),
+                     jnp.sum(evec * r, axis=-1))  # fmt: skip
+    bound = e < 1
+    # eccentric / hyperbolic anomaly from the true anomaly
+    E = 2 * jnp.arctan2(jnp.sqrt(jnp.abs(1 - e)) * jnp.sin(nu / 2),
+                        jnp.sqrt(1 + e) * jnp.cos(nu / 2))  # fmt: skip
+    M_ell = jnp.mod(E - e * jnp.sin(E), 2 * jnp.pi)
+    Hh = 2 * jnp.arctanh(jnp.clip(jnp.sqrt(jnp.abs(e - 1) / (e + 1)) * jnp.tan(nu / 2),
+                                  -1 + 1e-16, 1 - 1e-16))  # fmt: skip
+    M_hyp = e * jnp.sinh(Hh) - Hh
+    M = jnp.where(bound, M_ell, M_hyp)
+    P = jnp.where(bound, 2 * jnp.pi * jnp.sqrt(jnp.abs(a) ** 3 / mu), jnp.nan)
+    return {"a": a, "e": e, "i": inc, "Omega": jnp.mod(Omega, 2 * jnp.pi),
+            "omega": jnp.mod(omega, 2 * jnp.pi), "M": M, "P": P, "mu": mu}  # fmt: skip
+
+
+# --- the outer solar system ---------------------------------------------------------------
+# Hairer, Lubich & Wanner, Geometric Numerical Integration (2nd ed.), §I.2.4, Table 2.1:
+# masses relative to the Sun (the Sun's with the inner planets'), heliocentric positions
+# (AU) and velocities (AU/day) at 5 September 1994, 0h00 GST; G = k².
+_OSS_NAMES = ("Sun", "Jupiter", "Saturn", "Uranus", "Neptune", "Pluto")
+_OSS_MASSES = (1.00000597682, 0.000954786104043, 0.000285583733151, 0.0000437273164546,
+               0.0000517759138449, 1.0 / 1.3e8)  # fmt: skip
+_OSS_Q = ((0.0, 0.0, 0.0), (-3.5023653, -3.8169847, -1.5507963),
+          (9.0755314, -3.0458353, -1.6483708), (8.3101420, -16.2901086, -7.2521278),
+          (11.4707666, -25.7294829, -10.8169456),
+          (-15.5387357, -25.2225594, -3.1902382))  # fmt: skip
+_OSS_V = ((0.0, 0.0, 0.0), (0.00565429, -0.00412490, -0.00190589),
+          (0.00168318, 0.00483525, 0.00192462), (0.00354178, 0.00137102, 0.00055029),
+          (0.00288930, 0.00114527, 0.00039677), (0.00276725, -0.00170702, -0.00136504))  # fmt: skip
+
+
+def outer_solar_system(encounter=None) -> tuple[NBody, tuple[np.ndarray, np.ndarray]]:
+    """(the system, its state): the Sun (with the inner planets' mass), Jupiter, Saturn,
+    Uranus, Neptune and Pluto (Hairer, Lubich & Wanner, *Geometric Numerical
+    Integration*, §I.2.4): AU, days and solar masses, G = k² = 2.95912208286e-4.  The
+    book's heliocentric state, moved to the barycentric frame (the same motion: P = 0,
+    the centre of mass at the origin).  ``BODIES`` names them."""
+    m = np.array(_OSS_MASSES)
+    q, v = np.array(_OSS_Q), np.array(_OSS_V)
+    q = q - np.sum(m[:, None] * q, axis=0) / np.sum(m)
+    v = v - np.sum(m[:, None] * v, axis=0) / np.sum(m)
+    return NBody(m, GAUSS_G, encounter), (q, m[:, None] * v)
+
+
+BODIES = {"outer-solar-system": _OSS_NAMES}
+
+
+def kepler_drift(mu, r, v, t):
+    """The relative orbits (r, v) (..., K, 3) advanced by t along Kepler's flow with
+    gravitational parameters mu (K,)."""
+    from mechint.exact.two_body import kepler_flow
+
+    return kepler_flow(jnp.asarray(mu), r, v, t)
+
+
+__all__ = ["BODIES", "GAUSS_G", "NBody", "outer_solar_system"]
