@@ -179,3 +179,15 @@ def test_rigid_bodies(tmp_path):
         assert run["L error"] < 1e-13 and run["P error"] < 1e-14
         assert np.max(run["H error"]) < 1e-5
     assert (tmp_path / "rb.png").stat().st_size > 10_000
+
+
+def test_planetary(tmp_path):
+    """The outer solar system: |ΔE/E| bounded at O(ε h²) (WH) and lower with the corrector,
+    the angular momentum kept to round-off, a batch run without failures."""
+    r = _load("planetary").main(quick=True, out=str(tmp_path / "p.png"))
+    wh, corrected = r["rows"]["WH"], r["rows"]["WH, corrector 11"]
+    assert 1e-9 < np.max(wh["dE/E"]) < 1e-5
+    assert np.max(corrected["dE/E"]) < 0.05 * np.max(wh["dE/E"])
+    assert wh["L drift"] < 1e-15 and corrected["L drift"] < 1e-15
+    assert r["batch failed"] == 0 and r["Jupiter longitude spread"] < 1e-3
+    assert (tmp_path / "p.png").stat().st_size > 10_000

@@ -103,8 +103,42 @@ def stumpff(z, z_lo=None):
     ``sin``/``sinh`` from amplifying the rounding of ``x`` by ``|x|`` at large ``|z|``.
     """
     z = jnp.asarray(z)
+    z_lo = jnp.zeros_like(z) if z_lo is None else jax.lax.stop_gradient(jnp.asarray(z_lo))
+    return _stumpff(z, z_lo)
+
+
+# the derivative's Taylor coefficients, c_n'(z) = Σ_j −(j+1)(−z)^j/(2j+2+n)!, |z| < 0.5
+_D_TERMS = 9
+_D_COEF = [np.array([-(j + 1) / math.factorial(2 * j + 2 + n) for j in range(_D_TERMS)])
+           for n in range(4)]  # fmt: skip
+
+
+@jax.custom_jvp
+def _stumpff(z, z_lo):
+    return _stumpff_values(z, z_lo)
+
+
+@_stumpff.defjvp
+def _stumpff_jvp(primals, tangents):
+    """c0' = −c1/2 and 2z c_n' = c_{n−1} − n c_n (n ≥ 1), from the values themselves; a
+    Taylor series where |z| < 0.5 (there the difference cancels)."""
+    z, z_lo = primals
+    dz = tangents[0]
+    c = _stumpff(z, z_lo)
+    small = jnp.abs(z) < 0.5
+    zs = jnp.where(small, z, 0.0)
+    zb = jnp.where(small, 1.0, z)
+    d = [-0.5 * c[1]]
+    for n in (1, 2, 3):
+        near = _horner(_D_COEF[n].astype(z.dtype), -zs)
+        d.append(jnp.where(small, near, (c[n - 1] - n * c[n]) / (2.0 * zb)))
+    return c, tuple(di * dz for di in d)
+
+
+def _stumpff_values(z, z_lo):
+    """``stumpff`` itself (its derivatives: ``_stumpff_jvp``)."""
+    z = jnp.asarray(z)
     dtype = z.dtype
-    z_lo = jnp.zeros_like(z) if z_lo is None else jax.lax.stop_gradient(z_lo)
     big = jnp.asarray(_Z_SERIES, dtype)
     series = jnp.abs(z) < big
     pos = z >= big
@@ -253,11 +287,15 @@ def _solve_impl(r0, eta, zeta, beta, mu, t):
     step_b = jnp.where(jnp.isfinite(fb) & jnp.isfinite(f1b), jnp.abs(fb / f1b), jnp.inf)
     pick_a = step_a < step_b
     sig = jnp.where(pick_a, sig_a, sig_b)
-    for _ in range(_N_LAGUERRE):
+
+    def laguerre(_, sig):
         f, f1, f2 = _laguerre_terms(sig, b, eta_n, zeta_n, tau)
         den = f1 + jnp.sqrt(jnp.abs(16.0 * f1 * f1 - 20.0 * f * f2))
         den = jnp.where(den == 0, 1.0, den)
-        sig = sig - 5.0 * f / den
+        return sig - 5.0 * f / den
+
+    # a loop of fixed length (its body compiled once; no test on convergence)
+    sig = jax.lax.fori_loop(0, _N_LAGUERRE, laguerre, sig)
     s = sig / scale
     # Newton polish on F itself; its rounding remainder is kept as a low part of s.
     f, r = _residual(s, r0, eta, zeta, beta, t)
@@ -288,6 +326,14 @@ def _solve_jvp(primals, tangents):
     return (s, s_lo), (-df / r, jnp.zeros_like(s_lo))
 
 
+def _sum_last(a):
+    """Σ over the last axis as additions in index order (the same bits in a batch)."""
+    out = a[..., 0]
+    for i in range(1, a.shape[-1]):
+        out = out + a[..., i]
+    return out
+
+
 def _dot2(a, b):
     """Compensated dot product over the last axis (Ogita, Rump & Oishi 2005): ``hi + lo``."""
     hi, lo = _two_prod(a[..., 0], b[..., 0])
@@ -305,10 +351,10 @@ def _invariants(mu, q0, v0):
     dimension works).  The values come from error-free transformations; their derivatives
     are those of the plain formulas (the corrections are wrapped in ``stop_gradient``).
     """
-    rr = jnp.sum(q0 * q0, axis=-1)
-    vv = jnp.sum(v0 * v0, axis=-1)
+    rr = _sum_last(q0 * q0)
+    vv = _sum_last(v0 * v0)
     r0 = jnp.sqrt(rr)
-    eta = jnp.sum(q0 * v0, axis=-1)
+    eta = _sum_last(q0 * v0)
     beta = 2.0 * mu / r0 - vv
     zeta = mu - beta * r0
     hh = rr * vv - eta * eta

@@ -75,7 +75,13 @@ from mechint.maps import (
     serves_only,
     status,
 )
-from mechint.systems.nbody import NBody, from_relative, to_relative
+from mechint.systems.nbody import (
+    NBody,
+    from_relative,
+    ordered_cumsum,
+    ordered_sum,
+    to_relative,
+)
 
 COORDINATES = ("jacobi", "democratic-heliocentric", "whds")
 KERNELS = ("standard", "modified-kick", "composition", "lazy")
@@ -263,8 +269,8 @@ def _to(system: NBody, coordinates: str, x) -> _State:
         R, r = _jacobi(m, q)
         V, u = _jacobi(m, v)
         return _State(R, V, r, u)
-    R = jnp.einsum("i,...ik->...k", m, q) / jnp.sum(m)
-    V = jnp.einsum("i,...ik->...k", m, v) / jnp.sum(m)
+    R = ordered_sum(m[:, None] * q, -2) / ordered_sum(m, 0)
+    V = ordered_sum(m[:, None] * v, -2) / ordered_sum(m, 0)
     r = q[..., 1:, :] - q[..., :1, :]
     u = v[..., 1:, :] - V[..., None, :]
     if coordinates == "whds":
@@ -292,7 +298,7 @@ def _from(system: NBody, coordinates: str, s: _State):
         v = from_relative(m, s.V, s.v, "jacobi")
     else:
         u = s.v / _whds_scale(system, q.dtype) if coordinates == "whds" else s.v
-        v0 = s.V - jnp.einsum("k,...kj->...j", m[1:], u) / m[0]
+        v0 = s.V - ordered_sum(m[1:, None] * u, -2) / m[0]
         v = jnp.concatenate([v0[..., None, :], s.V[..., None, :] + u], axis=-2)
     return q, v * _weights(system, q.dtype)
 
@@ -302,7 +308,7 @@ def _mu(system: NBody, coordinates: str, dtype):
     m = _masses(system, dtype)
     G = system.G.astype(dtype)
     if coordinates == "jacobi":
-        return G * jnp.cumsum(m)[1:]
+        return G * ordered_cumsum(m, 0)[1:]
     if coordinates == "whds":
         massive = np.arange(1, system.n) < system.n_massive
         return G * jnp.where(massive, m[0] + m[1:], m[0])
@@ -326,9 +332,9 @@ def _jump(system: NBody, coordinates: str, s: _State, h) -> _State:
     massive = jnp.asarray(np.arange(1, system.n) < system.n_massive)[:, None]
     if coordinates == "whds":
         own = jnp.where(massive, m[1:, None] * s.v / (m[0] + m[1:, None]), 0.0)
-        P = jnp.sum(own, axis=-2, keepdims=True)
+        P = ordered_sum(own, -2, keepdims=True)
         return s._replace(r=s.r + h * (P - own))
-    P = jnp.sum(jnp.where(massive, m[1:, None] * s.v, 0.0), axis=-2, keepdims=True)
+    P = ordered_sum(jnp.where(massive, m[1:, None] * s.v, 0.0), -2, keepdims=True)
     return s._replace(r=s.r + h * (P / m[0]))
 
 
@@ -345,10 +351,10 @@ def _pair_accelerations(system: NBody, x, skip_first: bool):
         skip = (i == j) | (j == 0) | (i == 0)
     else:  # the pair (0, 1) is the first Kepler term
         skip = (i == j) | ((i + j == 1) & (i * j == 0))
-    r2 = jnp.sum(d * d, axis=-1)
+    r2 = ordered_sum(d * d, -1)
     safe = jnp.where(skip, 1.0, r2)
     w = jnp.where(skip, 0.0, system.G.astype(x.dtype) * m / (safe * jnp.sqrt(safe)))
-    return -jnp.sum(w[..., None] * d, axis=-2)
+    return -ordered_sum(w[..., None] * d, -2)
 
 
 def jacobi_accelerations(system: NBody, x):
@@ -358,16 +364,16 @@ def jacobi_accelerations(system: NBody, x):
     m = _masses(system, x.dtype)
     G = system.G.astype(x.dtype)
     a = _pair_accelerations(system, x, skip_first=False)
-    eta = jnp.cumsum(m)
+    eta = ordered_cumsum(m, 0)
     _, Q = _jacobi(m, x)  # Q_j = x_j − R_{j−1}, j ≥ 1
-    Qn = jnp.sqrt(jnp.sum(Q * Q, axis=-1, keepdims=True))
+    Qn = jnp.sqrt(ordered_sum(Q * Q, -1, keepdims=True))
     f = G * Q / (Qn * Qn * Qn)  # (..., N−1, 3)
     on = jnp.asarray(np.arange(1, system.n) >= 2)[:, None]  # the terms j ≥ 2
     f = jnp.where(on, f, 0.0)
     own = eta[:-1, None] * f  # on body j: + G η_{j−1} Q_j/|Q_j|³
     # on each body i < j: − G m_j Q_j/|Q_j|³, summed over j > i
     back = m[1:, None] * f
-    later = jnp.cumsum(back[..., ::-1, :], axis=-2)[..., ::-1, :]  # Σ_{j ≥ k}
+    later = ordered_cumsum(back, -2, reverse=True)  # Σ_{j ≥ k}
     zero = jnp.zeros_like(later[..., :1, :])
     behind = jnp.concatenate([later, zero], axis=-2)  # row i: Σ_{j > i}, i = 0..N−1
     return a + jnp.concatenate([zero, own], axis=-2) - behind
@@ -443,12 +449,25 @@ def merged(ops) -> tuple[tuple[float, float, int], ...]:
     return tuple(rows)
 
 
-def _run(system: NBody, coordinates: str, s: _State, h, rows, kinds) -> _State:
-    """The map's sequence of drifts and kicks (``merged`` rows, fractions of h) in one
-    loop, so that each operation is compiled once whatever the sequence's length; the
-    centre of mass moves by h V (the drifts add up to h)."""
-    table = np.asarray([(c, d) for c, d, _ in rows])
-    kind = np.asarray([kinds.index(k) for _, _, k in rows], dtype=np.int32)
+def table(rows, kinds) -> tuple[np.ndarray, np.ndarray]:
+    """``merged`` rows as the arrays ``run`` loops over: (c, d) per row, and the index of
+    each row's kind of kick in ``kinds``."""
+    return (np.asarray([(c, d) for c, d, _ in rows], dtype=np.float64),
+            np.asarray([kinds.index(k) for _, _, k in rows], dtype=np.int32))  # fmt: skip
+
+
+def run(system: NBody, coordinates: str, x, h, fractions, kind, kinds):
+    """A state (q, p) advanced by the sequence of drifts and kicks ``fractions`` (n, 2),
+    ``kind`` (n,) (``table``; they may be traced: one compiled program serves every
+    sequence of the same kinds), and the step's status."""
+    s = _run(system, coordinates, _to(system, coordinates, x), h, fractions, kind, kinds)
+    return _finish(system, coordinates, s)
+
+
+def _run(system: NBody, coordinates: str, s: _State, h, fractions, kind, kinds) -> _State:
+    """The map's sequence of drifts and kicks (fractions of h) in one loop, so that each
+    operation is compiled once whatever the sequence's length; the centre of mass moves
+    by h V (the drifts add up to h)."""
     real = s.r.dtype
     h2 = h * h
     ops = {
@@ -470,7 +489,7 @@ def _run(system: NBody, coordinates: str, s: _State, h, rows, kinds) -> _State:
         return s, None
 
     R = s.R
-    s, _ = jax.lax.scan(body, s, (jnp.asarray(table, real), jnp.asarray(kind)))
+    s, _ = jax.lax.scan(body, s, (jnp.asarray(fractions, real), jnp.asarray(kind)))
     return s._replace(R=R + h * s.V)
 
 
@@ -616,8 +635,7 @@ class WisdomHolman(Integrator):
     def step(self, system, x, h) -> tuple[object, StepStatus]:
         rows = merged(self.ops())
         kinds = sorted({k for _, _, k in rows})
-        s = _run(system, self.coordinates, _to(system, self.coordinates, x), h, rows, kinds)
-        return _finish(system, self.coordinates, s)
+        return run(system, self.coordinates, x, h, *table(rows, kinds), kinds)
 
     def preserved(self, system, x, h) -> dict:
         return kept(system, ("Px", "Py", "Pz", "Lx", "Ly", "Lz"), x)
@@ -665,8 +683,7 @@ class SABA(Integrator):
     def step(self, system, x, h) -> tuple[object, StepStatus]:
         rows = merged(self.ops())
         kinds = sorted({k for _, _, k in rows})
-        s = _run(system, "jacobi", _to(system, "jacobi", x), h, rows, kinds)
-        return _finish(system, "jacobi", s)
+        return run(system, "jacobi", x, h, *table(rows, kinds), kinds)
 
     def preserved(self, system, x, h) -> dict:
         return kept(system, ("Px", "Py", "Pz", "Lx", "Ly", "Lz"), x)

@@ -35,9 +35,11 @@ the mean anomaly M (or the mean longitude λ = M + ω + Ω, or the time of peria
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from typing import Any, ClassVar, final
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
@@ -76,6 +78,34 @@ def _masses(values, test_particles: int | None) -> tuple[Any, int]:
     if test_particles is not None and int(test_particles) != n_test:
         raise InputError("test_particles", f"{test_particles} given, but {n_test} masses are 0")
     return m, n_test
+
+
+def ordered_sum(a, axis: int = -1, keepdims: bool = False):
+    """Σ along a small axis as a chain of additions in index order (a fori_loop past 32
+    entries): the same bits for a state alone and in a batch, where XLA may vectorise a
+    reduction in another order."""
+    a = jnp.moveaxis(a, axis, 0)
+    n = a.shape[0]
+    if n <= 32:
+        out = a[0]
+        for k in range(1, n):
+            out = out + a[k]
+    else:
+        out = jax.lax.fori_loop(1, n, lambda k, acc: acc + a[k], a[0])
+    return jnp.expand_dims(out, axis) if keepdims else out
+
+
+def ordered_cumsum(a, axis: int = -2, reverse: bool = False):
+    """Partial sums along a small axis, each a chain of additions in index order (from the
+    end where ``reverse``)."""
+    a = jnp.moveaxis(a, axis, 0)
+    order = range(a.shape[0] - 1, -1, -1) if reverse else range(a.shape[0])
+    out: list[Any] = [None] * a.shape[0]
+    acc = None
+    for k in order:
+        acc = a[k] if acc is None else acc + a[k]
+        out[k] = acc
+    return jnp.moveaxis(jnp.stack(out), 0, axis)
 
 
 @final
@@ -189,11 +219,11 @@ class NBody(Separable):
         every body i (test particles included): shape of q."""
         nm = self.n_massive
         d = q[..., :, None, :] - q[..., None, :nm, :]  # (..., N, Nm, 3)
-        r2 = jnp.sum(d * d, axis=-1)
+        r2 = ordered_sum(d * d, -1)
         own = np.arange(self.n)[:, None] == np.arange(nm)[None, :]
         safe = jnp.where(own, 1.0, r2)
         w = jnp.where(own, 0.0, self.G * self.masses[:nm] / (safe * jnp.sqrt(safe)))
-        return -jnp.sum(w[..., None] * d, axis=-2)
+        return -ordered_sum(w[..., None] * d, -2)
 
     def kinetic_gradient(self, p):
         return p / self.inertia_weights(p.dtype)
@@ -330,7 +360,7 @@ class NBody(Separable):
         """The osculating elements of bodies 1..N−1 of state ``x`` (the inverse of
         ``from_elements``): a, e, i, Omega, omega, M (radians), P (the period, NaN for
         an unbound orbit) and the μ used."""
-        return elements_of(self.masses, self.G, x, frame)
+        return _elements_of(self.masses, self.G, tuple(jnp.asarray(a) for a in x), _frame(frame))
 
 
 # --- relative orbits --------------------------------------------------------------------
@@ -356,11 +386,10 @@ def to_relative(masses, q, frame: str):
     """Inertial vectors (positions or velocities, (..., N, 3)) → (the centre of mass's,
     (..., 3); the relative vectors of bodies 1.., (..., N−1, 3))."""
     m = jnp.asarray(masses, dtype=q.dtype)
-    total = jnp.sum(m)
-    com = jnp.einsum("i,...ik->...k", m, q) / total
+    eta = ordered_cumsum(m, 0)
+    partial = ordered_cumsum(m[:, None] * q, -2)  # Σ_{j ≤ i} m_j q_j
+    com = partial[..., -1, :] / eta[-1]
     if frame == "jacobi":
-        eta = jnp.cumsum(m)
-        partial = jnp.cumsum(m[:, None] * q, axis=-2)  # Σ_{j ≤ i} m_j q_j
         inner = partial[..., :-1, :] / eta[:-1, None]
         return com, q[..., 1:, :] - inner
     return com, q[..., 1:, :] - q[..., :1, :]
@@ -372,9 +401,9 @@ def from_relative(masses, com, rel, frame: str):
     n = m.shape[0]
     if frame == "heliocentric":
         # com = q0 + Σ_k m_k r_k / M
-        q0 = com - jnp.einsum("k,...kj->...j", m[1:], rel) / jnp.sum(m)
+        q0 = com - ordered_sum(m[1:, None] * rel, -2) / ordered_sum(m, 0)
         return jnp.concatenate([q0[..., None, :], q0[..., None, :] + rel], axis=-2)
-    eta = jnp.cumsum(m)
+    eta = ordered_cumsum(m, 0)
     # backwards: R_k (centre of mass of 0..k) from R_{N-1} = com
     out: list[Any] = [None] * n
     R = com
@@ -404,11 +433,11 @@ def state_from_elements(masses, elements: Mapping, G, frame: str):
     else:
         a = np.cbrt(mu * (el["P"] / (2 * np.pi)) ** 2)
     bound = e < 1
+    if np.any(e == 1):
+        raise InputError("elements", "e = 1 (parabolic) has no a", "use e slightly off 1")
     if np.any(bound & (a <= 0)) or np.any(~bound & (a >= 0)):
         raise InputError("elements", "a must be > 0 for e < 1 and < 0 for e > 1 (hyperbolic)",
                          "give a > 0 for bound orbits")  # fmt: skip
-    if np.any(e == 1):
-        raise InputError("elements", "e = 1 (parabolic) has no a", "use e slightly off 1")
     n_mean = np.sqrt(mu / np.abs(a) ** 3)
     if "M" in el:
         M = el["M"]
@@ -424,8 +453,7 @@ def state_from_elements(masses, elements: Mapping, G, frame: str):
     t = M / n_mean  # from periapsis (a bound orbit's M taken as it is: any revolution)
     if np.any(bound):
         t = np.where(bound, np.remainder(M + np.pi, 2 * np.pi) - np.pi, M) / n_mean
-    r, v = kepler_flow(mu, r0, v0, t)
-    r, v = np.asarray(r), np.asarray(v)
+    r, v = (np.asarray(a) for a in jax.jit(kepler_flow)(mu, r0, v0, t))
     zero = np.zeros((*r.shape[:-2], 3))
     q = np.asarray(from_relative(m, jnp.asarray(zero), jnp.asarray(r), frame))
     vel = np.asarray(from_relative(m, jnp.asarray(zero), jnp.asarray(v), frame))
@@ -488,6 +516,11 @@ def _rotation(Omega, inc, omega):
 def elements_of(masses, G, x, frame: str) -> dict:
     """``NBody.to_elements`` (JAX: differentiable, batched)."""
     frame = _frame(frame)
+    return _elements_of(masses, G, x, frame)
+
+
+@functools.partial(jax.jit, static_argnames="frame")
+def _elements_of(masses, G, x, frame: str) -> dict:
     q, p = (jnp.asarray(a) for a in x)
     m = jnp.asarray(masses, dtype=q.dtype)
     w = jnp.where(m > 0, m, 1.0)[:, None]

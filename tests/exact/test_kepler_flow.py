@@ -1,0 +1,119 @@
+"""``exact.kepler_flow`` against an independent mpmath solution (tests/exact/mp_kepler.py)
+on the hard corners of every conic, in float64 and float32; its derivatives (implicit
+function theorem) against finite differences and reverse mode; its symplecticity."""
+
+import jax
+import jax.numpy as jnp
+import mpmath as mp
+import numpy as np
+import pytest
+
+import mechint as mi
+from tests.exact.mp_kepler import conditioning, orbit_states, ref_flow
+
+kepler_flow = jax.jit(mi.exact.kepler_flow)
+
+
+def _cases():
+    """(name, mu, q0, v0, t): two states of each corner, one compiled call for all."""
+    rng = np.random.default_rng(5)
+    out = []
+
+    def ell(name, e, t_periods, mu=1.0):
+        q, v = orbit_states(rng, e, 2, rp=1.0 - e if e < 1 else 1.0, mu=mu)
+        a = 1.0
+        period = 2 * np.pi * np.sqrt(a**3 / mu)
+        for k in range(2):
+            out.append((name, mu, q[k], v[k], t_periods[k] * period))
+
+    def open_(name, e, ts, rp=1.0):
+        q, v = orbit_states(rng, e, 2, rp=rp)
+        for k in range(2):
+            out.append((name, 1.0, q[k], v[k], ts[k]))
+
+    ell("circular, half a period", 0.0, (0.31, -0.47))
+    ell("e = 0.5, three periods", 0.5, (2.7, -1.9))
+    ell("e = 0.9999", 0.9999, (0.6, -1.2))
+    ell("periapsis 1e-8 a", 1 - 1e-8, (0.4, -0.9))
+    ell("1e4 periods", 0.3, (9.6e3, -9.9e3))
+    ell("mu = 1e-10", 0.5, (1.3, -0.4), mu=1e-10)
+    ell("mu = 1e10", 0.5, (1.3, -0.4), mu=1e10)
+    open_("e = 1 - 1e-12", 1 - 1e-12, (3.0, -2e4))
+    open_("e = 1 + 1e-12", 1 + 1e-12, (0.02, 7e5))
+    open_("e = 10", 10.0, (4.0, -3e6))
+    open_("near-radial hyperbola", 1 + 1e-8, (1e-9, -2.0), rp=1e-8)
+    out.append(("beta = 0 exactly", 2.0, np.array([1.0, 0, 0]), np.array([0, 2.0, 0]), 37.0))
+    return out
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_flow_is_exact_to_its_conditioning_on_every_conic(dtype):
+    """Error ≤ max(4 ulp, 2 × the problem's conditioning limit) (the exact flow's change from
+    a 1-ulp move of its inputs: short arcs allow 4 ulp, 10⁴ periods or a periapsis of
+    1e-8 a amplify their inputs' rounding by 10⁵-10⁸); in float32 the same in its ulp."""
+    mu = np.array([c[1] for c in CASES], dtype)
+    q0 = np.array([c[2] for c in CASES], dtype)
+    v0 = np.array([c[3] for c in CASES], dtype)
+    t = np.array([c[4] for c in CASES], dtype)
+    q, v = (np.asarray(a) for a in kepler_flow(mu, q0, v0, t))
+    assert q.dtype == dtype
+    eps = float(np.finfo(dtype).eps)
+    worst = []
+    for i, (name, *_rest) in enumerate(CASES):
+        args = (float(mu[i]), [float(x) for x in q0[i]], [float(x) for x in v0[i]], float(t[i]))
+        qr, vr = ref_flow(*args)
+        cq, cv = conditioning(*args, 2.0**-52)  # ulp out per ulp in
+        for got, ref, cond in ((q[i], qr, cq), (v[i], vr, cv)):
+            scale = max(abs(c) for c in ref)
+            err = float(max(abs(mp.mpf(float(a)) - b) for a, b in zip(got, ref, strict=True)))
+            ulp = err / float(scale) / eps
+            bound = max(4.0, 2.0 * cond)
+            if dtype == np.float32:  # the float32 inputs' rounding of the float64 case
+                bound = max(bound, 8.0)
+            worst.append((ulp / bound, name, ulp, cond))
+    assert max(worst)[0] <= 1.0, sorted(worst)[-3:]
+
+
+def test_time_zero_returns_the_state_and_a_batch_broadcasts():
+    q0 = np.array([[1.0, 0.2, -0.1], [0.3, -2.0, 0.5]])
+    v0 = np.array([[0.1, 0.9, 0.2], [0.7, 0.1, -0.3]])
+    q, v = kepler_flow(np.array([1.0, 2.0]), q0, v0, 0.0)
+    assert np.array_equal(q, q0) and np.array_equal(v, v0)
+    # a planar state flows as the same state in space
+    q2, v2 = kepler_flow(1.5, q0[0, :2], v0[0, :2], 2.3)
+    q3, v3 = kepler_flow(1.5, np.array([*q0[0, :2], 0.0]), np.array([*v0[0, :2], 0.0]), 2.3)
+    assert np.allclose(q2, q3[:2], rtol=0, atol=1e-15) and np.allclose(v2, v3[:2], atol=1e-15)
+
+
+def test_derivatives_by_the_implicit_function_theorem():
+    """jacfwd against 4th-order central differences (1e-8 relative, their own accuracy),
+    the state transition matrix symplectic (1e-14), and d/dt the vector field (v, −μq/r³)
+    (reverse mode through the flow: tests/integrators/test_wisdom_holman.py)."""
+
+    def flat(x):
+        q, v = mi.exact.kepler_flow(x[0], x[1:4], x[4:7], x[7])
+        return jnp.concatenate([q, v])
+
+    jac, f = jax.jit(jax.jacfwd(flat)), jax.jit(flat)
+    J = np.block([[np.zeros((3, 3)), np.eye(3)], [-np.eye(3), np.zeros((3, 3))]])
+    rng = np.random.default_rng(7)
+    for e, t in ((0.5, 1.3), (10.0, 3.0), (1 + 1e-12, 5.0)):
+        q0, v0 = orbit_states(rng, e, 1, rp=0.7 if e < 1 else 1.0, mu=1.3)
+        x = np.concatenate([[1.3], q0[0], v0[0], [t]])
+        jf = np.asarray(jac(x))
+        fd = np.zeros_like(jf)
+        for j in range(8):
+            h = 1e-5 * (np.linalg.norm(x[1:4] if j < 4 else x[4:7]) if 1 <= j < 7 else abs(x[j]))
+            d = np.zeros(8)
+            d[j] = h
+            fd[:, j] = (8 * (f(x + d) - f(x - d)) - (f(x + 2 * d) - f(x - 2 * d))) / (12 * h)
+        scale = np.max(np.abs(jf))
+        assert np.max(np.abs(jf - fd)) / scale < 1e-8, e
+        M = jf[:, 1:7]
+        assert np.max(np.abs(M.T @ J @ M - J)) / max(1.0, scale**2) < 1e-14, e
+        z = np.asarray(f(x))
+        r = np.linalg.norm(z[:3])
+        assert np.allclose(jf[:, 7], np.concatenate([z[3:], -1.3 * z[:3] / r**3]), rtol=1e-13)

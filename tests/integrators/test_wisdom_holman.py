@@ -1,0 +1,237 @@
+"""The Wisdom–Holman maps (``integrators.WisdomHolman``, ``SABA``): one step of every
+coordinate system, kernel and corrector against REBOUND 5.2.2's from the same state
+(rebound_outer_solar_system.json), exactness on two bodies, symplecticity, order 2 and
+the momenta kept, close encounters failing the step, gradients through a run in reverse
+and forward mode, a batch equal to its members, and bad settings refused."""
+
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mechint as mi
+from mechint.integrators import wisdom_holman as wh
+
+I = mi.integrators
+GOLDEN = json.loads((Path(__file__).with_name("rebound_outer_solar_system.json")).read_text())
+
+CONFIGS = {
+    "whfast jacobi default corr0": I.WisdomHolman(),
+    "whfast jacobi default corr17": I.WisdomHolman(corrector=17),
+    "whfast jacobi default corr17 corrector2": I.WisdomHolman(corrector=17, corrector2=True),
+    "whfast jacobi modifiedkick corr17": I.WisdomHolman(kernel="modified-kick", corrector=17),
+    "whfast jacobi composition corr17": I.WisdomHolman(kernel="composition", corrector=17),
+    "whfast jacobi lazy corr17": I.WisdomHolman(kernel="lazy", corrector=17),
+    "whfast democraticheliocentric": I.WisdomHolman(coordinates="democratic-heliocentric"),
+    "whfast democraticheliocentric corr17": I.WisdomHolman(
+        coordinates="democratic-heliocentric", corrector=17
+    ),
+    "whfast whds": I.WisdomHolman(coordinates="whds"),
+    "saba 4": I.SABA(4),
+    "saba cm_4": I.SABA(4, corrected=True),
+    "saba 10_6_4": I.SABA("10,6,4"),
+}
+
+
+def _rows(rows):
+    return np.array([[float.fromhex(v) for v in r] for r in rows])
+
+
+def _rebound_state(rows):
+    a = _rows(rows)
+    return a[:, 0], (a[:, 1:4], a[:, 0:1] * a[:, 4:7])
+
+
+@pytest.fixture(scope="module")
+def outer():
+    m, x0 = _rebound_state(GOLDEN["initial"])
+    return mi.systems.NBody(m, 1.0), x0
+
+
+# every map's sequence through one compiled program per coordinate system: the sequences
+# padded to one length with empty rows (no drift, no kick)
+ALL_KINDS = [wh.PLAIN, wh.MODIFIED, wh.LAZY, wh.SABA_CORRECTOR]
+
+
+@jax.jit(static_argnames=("coordinates",))
+def _sequence(system, x, h, fractions, kind, coordinates):
+    kinds = ALL_KINDS if coordinates == "jacobi" else [wh.PLAIN]
+    return wh.run(system, coordinates, x, h, fractions, kind, [wh.NONE, *kinds])[0]
+
+
+def _padded(integrator, length=256):
+    rows = wh.merged(integrator.ops())
+    kinds = [wh.NONE, *(ALL_KINDS if _coordinates(integrator) == "jacobi" else [wh.PLAIN])]
+    fractions, kind = wh.table(rows, kinds)
+    pad = length - len(rows)
+    return np.pad(fractions, ((0, pad), (0, 0))), np.pad(kind, (0, pad))
+
+
+def _coordinates(integrator):
+    return getattr(integrator, "coordinates", "jacobi")
+
+
+def test_one_step_equals_rebound_in_every_configuration(outer):
+    """≤ 1e-14 relative (max-norm of positions and of velocities), REBOUND's own operation
+    order aside; the plain WH step through the driver equals its sequence's run."""
+    system, x0 = outer
+    m = np.asarray(system.masses)[:, None]
+    h = GOLDEN["dt"]
+    worst = {}
+    for name, integrator in CONFIGS.items():
+        fractions, kind = _padded(integrator)
+        q, p = _sequence(system, x0, h, fractions, kind, _coordinates(integrator))
+        ref = _rows(GOLDEN["one_step"][name])
+        eq = np.max(np.abs(np.asarray(q) - ref[:, 1:4])) / np.max(np.abs(ref[:, 1:4]))
+        ev = np.max(np.abs(np.asarray(p) / m - ref[:, 4:7])) / np.max(np.abs(ref[:, 4:7]))
+        worst[name] = max(eq, ev)
+    assert max(worst.values()) < 1e-14, worst
+    traj = mi.simulate(system, I.WisdomHolman(), x0, h, 1, 1)
+    ref = _rows(GOLDEN["one_step"]["whfast jacobi default corr0"])
+    assert np.max(np.abs(traj.x[0][-1] - ref[:, 1:4])) / np.max(np.abs(ref[:, 1:4])) < 1e-14
+
+
+def test_sequences_are_the_published_ones():
+    """SABA's stages palindromic with drifts and kicks adding to 1; the composition kernel
+    and every corrector's drifts adding to 1 and 0 (a corrector moves no time)."""
+    for kind in (1, 2, 3, 4, "10,4", "8,6,4", "10,6,4"):
+        seq = wh.saba_sequence(kind)
+        assert seq == seq[::-1]
+        assert sum(c for op, c in seq if op == "D") == pytest.approx(1, abs=1e-15)
+        assert sum(c for op, c in seq if op == "I") == pytest.approx(1, abs=1e-15)
+    for integrator in CONFIGS.values():
+        rows = wh.merged(integrator.ops())
+        assert sum(r[0] for r in rows) == pytest.approx(1, abs=1e-14)
+    for order in (3, 5, 7, 11, 17):
+        rows = wh.merged(wh.corrector_ops(order, 1.0))
+        assert abs(sum(r[0] for r in rows)) < 1e-15 and abs(sum(r[1] for r in rows)) < 1e-15
+
+
+def test_two_bodies_move_on_exact_kepler_orbits():
+    """A star and one planet: the Jacobi splitting has no interaction, so 1000 steps are
+    the exact flow (to round-off), untouched by a test particle beside them."""
+    system, x0 = mi.systems.NBody.from_elements(
+        [1.0, 1e-3, 0.0],
+        {
+            "a": [1.0, 3.0],
+            "e": [0.3, 0.6],
+            "i": [0.1, 0.5],
+            "Omega": [1.0, 2.0],
+            "omega": [0.5, 2.5],
+            "M": [0.2, 1.0],
+        },
+    )
+    traj = mi.simulate(system, I.WisdomHolman(), x0, 0.05, 1000, 1000)
+    m = np.asarray(system.masses)
+    w = np.array([m[0], m[1], 1.0])[:, None]
+    r0 = x0[0][1] - x0[0][0]
+    v0 = x0[1][1] / w[1] - x0[1][0] / w[0]
+    r, v = mi.exact.kepler_flow(m[0] + m[1], r0, v0, 50.0)
+    q, p = traj.x[0][-1], traj.x[1][-1]
+    # 2000 Kepler solves of a few ulp each, the error sheared along the orbit: ~1e4 ulp
+    assert np.max(np.abs(q[1] - q[0] - r)) < 5e-12
+    assert np.max(np.abs(p[1] / w[1] - p[0] / w[0] - v)) < 5e-12
+
+
+def test_symplectic_order_two_and_the_momenta_kept(outer):
+    """DΦᵀ𝕁DΦ = 𝕁 to round-off (Jacobian by jax); |ΔE/E| after 1000 steps falls 4× when h
+    halves (order 2); P and L kept to round-off."""
+    system, x0 = outer
+
+    def flat_step(z):
+        x = system.from_coordinates(z)
+        return system.coordinates(I.WisdomHolman().step(system, x, 0.5)[0])
+
+    z0 = system.coordinates(tuple(jnp.asarray(a) for a in x0))
+    D = np.asarray(jax.jit(jax.jacfwd(flat_step))(z0))
+    d = D.shape[0] // 2
+    J = np.block([[np.zeros((d, d)), np.eye(d)], [-np.eye(d), np.zeros((d, d))]])
+    # relative to |DΦ|² (dq/dp = h/m reaches 500 here): round-off of the products' sums
+    assert np.max(np.abs(D.T @ J @ D - J)) / np.max(np.abs(D)) ** 2 < 1e-15
+    errors = []
+    for h in (1.0, 0.5):
+        traj = mi.simulate(system, I.WisdomHolman(), x0, h, int(400 / h), int(100 / h))
+        inv = traj.invariants()
+        errors.append(np.max(np.abs(inv["H"] - inv["H"][0])) / abs(inv["H"][0]))
+        for k in ("Px", "Py", "Pz", "Lx", "Ly", "Lz"):
+            scale = 1e-3 if k[0] == "P" else 1e-3 * 30
+            assert np.max(np.abs(inv[k] - inv[k][0])) < 1e-15 * scale * 100, k
+    assert 3.5 < errors[0] / errors[1] < 4.5, errors
+
+
+def test_a_close_encounter_fails_the_step_and_spares_the_batch():
+    """Two planets on crossing orbits with an encounter distance: the member fails with
+    its reason; a member far from any encounter runs to the end."""
+    masses = [1.0, 1e-3, 1e-3]
+    el = {"a": [[1.0, 1.05], [1.0, 4.0]], "e": [[0.0, 0.1], [0.0, 0.0]],
+          "M": [[0.0, 0.02], [0.0, 3.0]]}  # fmt: skip
+    system, x0 = mi.systems.NBody.from_elements(masses, el, encounter=0.02)
+    traj = mi.simulate(system, I.WisdomHolman(), x0, 0.01, 2000, 100, throw=False)
+    assert list(traj.reason) == ["close-encounter", "ok"] and traj.failed_step[0] > 0
+    with pytest.raises(mi.StepFailure, match="closer than"):
+        mi.simulate(system, I.WisdomHolman(), (x0[0][0], x0[1][0]), 0.01, 2000, 100)
+
+
+def test_gradients_through_a_run_reverse_equals_forward():
+    """d(final positions)/d(planet masses, x0) by jax.grad through integrate equal forward
+    mode (jvp) to 1e-10; the masses are traced leaves of the system."""
+    base, x0 = mi.systems.NBody.from_elements(
+        [1.0, 1e-3, 3e-4], {"a": [1.0, 1.6], "e": [0.05, 0.1], "i": [0.01, 0.03], "M": [0.0, 2.0]}
+    )
+    x0 = tuple(jnp.asarray(a) for a in x0)
+    probe = jnp.asarray(np.random.default_rng(0).normal(size=(3, 3)))
+
+    def loss(masses, q0):
+        system = mi.systems.NBody(masses, test_particles=0)
+        sol = mi.integrate(system, I.WisdomHolman(), (q0, x0[1]), h=0.05, steps=50,
+                           checkpoint=False)  # fmt: skip
+        return jnp.sum(sol.x[0][-1] * probe)
+
+    masses = base.masses
+    g_m, g_q = jax.jit(jax.grad(loss, argnums=(0, 1)))(masses, x0[0])
+    dm = jnp.asarray([0.0, 1.0, -2.0])
+    dq = jnp.asarray(np.random.default_rng(1).normal(size=(3, 3)))
+    _, forward = jax.jit(lambda m, q: jax.jvp(loss, (m, q), (dm, dq)))(masses, x0[0])
+    reverse = jnp.sum(g_m * dm) + jnp.sum(g_q * dq)
+    assert abs(float(reverse - forward)) <= 1e-10 * abs(float(forward)), (reverse, forward)
+
+
+def test_a_batch_equals_its_members_bit_for_bit(outer):
+    system, x0 = outer
+    rng = np.random.default_rng(2)
+    qb = np.stack([x0[0], x0[0] * (1 + 1e-6 * rng.normal(size=x0[0].shape))])
+    pb = np.stack([x0[1], x0[1]])
+    batch = mi.simulate(system, I.SABA(4, corrected=True), (qb, pb), 0.5, 20, 10)
+    for k in range(2):
+        one = mi.simulate(system, I.SABA(4, corrected=True), (qb[k], pb[k]), 0.5, 20, 10)
+        dq, dp = (np.max(np.abs(batch.x[i][k] - one.x[i])) for i in (0, 1))
+        assert dq == 0 and dp == 0, (k, dq, dp)
+
+
+@pytest.mark.parametrize(
+    ("make", "needle"),
+    [
+        (lambda: I.WisdomHolman(coordinates="heliocentric"), "coordinates"),
+        (lambda: I.WisdomHolman(kernel="lazy", coordinates="whds"), "Jacobi"),
+        (lambda: I.WisdomHolman(corrector=4), "corrector"),
+        (lambda: I.WisdomHolman(corrector=11, coordinates="whds"), "WHDS"),
+        (
+            lambda: I.WisdomHolman(corrector2=True, coordinates="democratic-heliocentric"),
+            "corrector2",
+        ),
+        (lambda: I.SABA(5), "SABA"),
+        (lambda: I.SABA("10,6,4", corrected=True), "no corrector"),
+    ],
+)
+def test_bad_settings_are_refused(make, needle):
+    with pytest.raises(mi.InputError, match=needle):
+        make()
+
+
+def test_only_planetary_systems_are_served():
+    assert "NBody" in (I.WisdomHolman().cannot_serve(mi.systems.Kepler()) or "")
+    with pytest.raises(mi.InputError):
+        mi.simulate(mi.systems.Kepler(), I.SABA(), mi.systems.Kepler().periapsis_state(0.1), 0.1, 1)

@@ -1,0 +1,137 @@
+"""``systems.NBody``: its forces against −∇V by jax.grad and against a loop over pairs,
+test particles as the limit of small masses, the invariants, the elements (both frames,
+bound and unbound) and back, the outer solar system, and bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mechint as mi
+from mechint.systems.nbody import outer_solar_system
+
+NBody = mi.systems.NBody
+
+
+def _pairwise(masses, G, q):
+    """Accelerations by a plain loop over pairs (massive sources only)."""
+    a = np.zeros_like(q)
+    for i in range(len(masses)):
+        for j in range(len(masses)):
+            if i != j and masses[j] > 0:
+                d = q[i] - q[j]
+                a[i] -= G * masses[j] * d / np.linalg.norm(d) ** 3
+    return a
+
+
+def test_forces_are_minus_the_gradient_and_test_particles_feel_without_acting():
+    system, (q, p) = outer_solar_system()
+    m, G = np.asarray(system.masses), float(system.G)
+    grad = jax.grad(system.potential)(jnp.asarray(q))
+    assert np.allclose(system.potential_gradient(jnp.asarray(q)), grad, rtol=1e-13, atol=0)
+    assert np.allclose(system.accelerations(jnp.asarray(q)), _pairwise(m, G, q), rtol=1e-12)
+    dq, dp = system.vector_field((jnp.asarray(q), jnp.asarray(p)))
+    assert np.allclose(dq, p / m[:, None], rtol=1e-15) and np.allclose(dp, -grad, rtol=1e-13)
+    # two test particles added: the massive bodies' motion is the same, theirs is the
+    # limit of vanishing mass (a mass of 1e-30 changes nothing at float64 precision)
+    rng = np.random.default_rng(3)
+    extra = rng.normal(size=(2, 3)) * 20
+    with_tp = NBody([*m, 0.0, 0.0], G)
+    assert with_tp.n_test == 2 and with_tp.n_massive == 6
+    tiny = NBody([*m, 1e-30, 1e-30], G)
+    qq = jnp.asarray(np.concatenate([q, extra]))
+    a_tp = np.asarray(with_tp.accelerations(qq))
+    assert np.allclose(a_tp, np.asarray(tiny.accelerations(qq)), rtol=1e-14, atol=0)
+    assert np.allclose(a_tp, _pairwise(np.array([*m, 0, 0]), G, np.asarray(qq)), rtol=1e-12)
+    v_tp = rng.normal(size=(2, 3)) * 1e-3  # a test particle's p is its velocity
+    pp = jnp.asarray(np.concatenate([p, v_tp]))
+    assert np.allclose(with_tp.kinetic_gradient(pp)[6:], v_tp, rtol=0, atol=0)
+    assert float(with_tp.hamiltonian((qq, pp))) == pytest.approx(
+        float(system.hamiltonian((jnp.asarray(q), jnp.asarray(p)))), rel=1e-15
+    )
+
+
+def test_invariants_and_the_outer_solar_system():
+    system, x0 = outer_solar_system()
+    inv = system.invariants(tuple(map(jnp.asarray, x0)))
+    assert set(inv) == {"H", "Px", "Py", "Pz", "Lx", "Ly", "Lz"}
+    assert max(abs(float(inv[k])) for k in ("Px", "Py", "Pz")) < 1e-19  # barycentric
+    assert np.max(np.abs(system.centre_of_mass(jnp.asarray(x0[0])))) < 1e-15
+    el = system.to_elements(x0, frame="heliocentric")
+    # Jupiter .. Pluto: a in AU and the periods in days (HLW Table I.2.1's epoch)
+    assert np.allclose(el["a"], [5.20, 9.54, 19.2, 30.07, 39.5], rtol=0.01)
+    assert 4300 < float(el["P"][0]) < 4360 and float(el["e"][4]) == pytest.approx(0.255, abs=2e-3)
+    d, (i, j) = system.close_pair(jnp.asarray(x0[0]))
+    qn = x0[0]
+    dist = [np.linalg.norm(qn[a] - qn[b]) for a in range(6) for b in range(a)]
+    assert float(d) == pytest.approx(min(dist), rel=1e-15) and {int(i), int(j)} == {0, 1}
+
+
+@pytest.mark.parametrize("frame", ["jacobi", "heliocentric"])
+def test_elements_round_trip_bound_and_unbound(frame):
+    """from_elements then to_elements gives the elements back (a batch of two systems,
+    each with a planet and an unbound test particle, e = 1.7, a < 0)."""
+    masses = [1.0, 1e-3, 3e-4, 0.0]
+    el = {
+        "a": np.array([[1.0, 2.5, -3.0], [1.3, 4.0, -0.5]]),
+        "e": np.array([[0.1, 0.4, 1.7], [0.0001, 0.9, 3.0]]),
+        "i": np.array([[0.2, 1.0, 2.5], [0.0 + 1e-3, 3.0, 0.7]]),
+        "Omega": np.array([[0.3, 2.0, 5.0], [1.0, 4.0, 0.1]]),
+        "omega": np.array([[1.1, 0.5, 3.0], [2.0, 6.0, 1.5]]),
+        "M": np.array([[0.7, 5.5, 0.4], [3.0, 0.01, -2.0]]),
+    }
+    system, x0 = NBody.from_elements(masses, el, G=1.3, frame=frame)
+    assert x0[0].shape == (2, 4, 3)
+    back = system.to_elements(x0, frame=frame)
+    for k in ("a", "e", "i"):
+        assert np.allclose(back[k], el[k], rtol=1e-11, atol=1e-13), k
+    for k in ("Omega", "omega"):
+        diff = np.angle(np.exp(1j * (np.asarray(back[k]) - el[k])))
+        assert np.max(np.abs(diff)) < 1e-9, k
+    M_bound = np.where(el["e"] < 1, np.mod(el["M"], 2 * np.pi), el["M"])
+    assert np.allclose(back["M"], M_bound, rtol=0, atol=1e-9)
+    # the period instead of a, the mean longitude instead of M: the same state
+    mu = 1.3 * (np.asarray(back["mu"]))
+    alt = {**{k: el[k] for k in ("e", "i", "Omega", "omega")},
+           "P": 2 * np.pi * np.sqrt(np.abs(el["a"]) ** 3 / (mu / 1.3)),
+           "lam": el["M"] + el["omega"] + el["Omega"]}  # fmt: skip
+    alt["P"] = np.where(el["e"] < 1, alt["P"], 1.0)
+    bound = el["e"][:, :2] < 1
+    _, x1 = NBody.from_elements(masses[:3], {k: v[:, :2] for k, v in alt.items()}, G=1.3,
+                                frame=frame)  # fmt: skip
+    _, x2 = NBody.from_elements(masses[:3], {k: v[:, :2] for k, v in el.items()}, G=1.3,
+                                frame=frame)  # fmt: skip
+    assert np.all(bound) and np.allclose(x1[0], x2[0], rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("call", "needle"),
+    [
+        (lambda: NBody([1.0]), "masses"),
+        (lambda: NBody([1.0, -1e-3]), "masses"),
+        (lambda: NBody([1.0, np.nan]), "masses"),
+        (lambda: NBody([0.0, 1.0]), "central body"),
+        (lambda: NBody([1.0, 0.0, 1e-3]), "test particles"),
+        (lambda: NBody([1.0, 1e-3], G=0.0), "G"),
+        (lambda: NBody([1.0, 1e-3], encounter=-1.0), "encounter"),
+        (
+            lambda: NBody([1.0, 1e-3]).validate_state((np.zeros((2, 3)), np.zeros((2, 3)))),
+            "same place",
+        ),
+        (lambda: NBody([1.0, 1e-3]).validate_state((np.ones((3, 3)), np.ones((3, 3)))), "shape"),
+        (lambda: NBody.from_elements([1, 1e-3], {"a": [1.0], "e": [1.5], "M": [0.0]}), "a must"),
+        (
+            lambda: NBody.from_elements(
+                [1, 1e-3], {"a": [1.0], "e": [0.1], "i": [4.0], "M": [0.0]}
+            ),
+            "π",
+        ),
+        (lambda: NBody.from_elements([1, 1e-3], {"a": [1.0], "e": [1.0], "M": [0.0]}), "parabolic"),
+        (lambda: NBody.from_elements([1, 1e-3], {"a": [1.0], "M": [0.0], "x": [1]}), "unknown"),
+        (lambda: NBody.from_elements([1, 1e-3], {"a": [1.0, 2.0], "M": [0.0]}), "values"),
+        (lambda: NBody.from_elements([1, 1e-3], {"a": [1.0], "M": [0.0]}, frame="x"), "frame"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_parameter(call, needle):
+    with pytest.raises(mi.InputError, match=needle):
+        call()
