@@ -53,6 +53,7 @@ bench: $(BENCH)/.installed
 	$(BENCH)/bin/python benchmarks/euler_top.py
 	$(BENCH)/bin/python benchmarks/rigid_bodies.py
 	$(BENCH)/bin/python benchmarks/kepler_peers.py
+	$(BENCH)/bin/python benchmarks/nbody.py
 
 clean:
 	rm -rf $(VENV) $(BENCH) mechint-demo .pytest_cache build docs/generated

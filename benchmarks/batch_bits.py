@@ -34,7 +34,10 @@ def pairs(quick: bool):
     for sname, scls in mi.systems.SYSTEMS.items():
         if sname == "kovalevskaya-top":  # the Lagrange top's code with other numbers
             continue
-        system = scls(**({"inertia": (2.0, 1.0, 2.0 / 3.0)} if sname == "euler-top" else {}))
+        if sname == "nbody":  # its masses have no default: the outer solar system
+            system = mi.systems.nbody.outer_solar_system()[0]
+        else:
+            system = scls(**({"inertia": (2.0, 1.0, 2.0 / 3.0)} if sname == "euler-top" else {}))
         out += [(iname, sname, system, m) for iname, m in mi.integrators.serving(system).items()]
     if quick:
         out = [p for p in out if p[1] == "euler-top" and p[0] in ("kahan", "rk4")]

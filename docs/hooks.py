@@ -42,6 +42,7 @@ GALLERY = {
     "periodic_orbit": None,
     "lyapunov": None,
     "system_identification": "out",
+    "planetary": "out",
 }
 
 

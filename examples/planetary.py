@@ -98,7 +98,19 @@ def main(quick: bool = False, out: str | None = None) -> dict:
     }
     if out:
         figure(result).savefig(out, dpi=130)
+    report(result)
     return result
+
+
+def report(r: dict) -> None:
+    for label, row in r["rows"].items():
+        print(f"{label}: max |dE/E| {np.max(row['dE/E']):.2e} over {row['years'][-1]:.3g} years, "
+              f"L drift {row['L drift']:.1e}, {row['steps/s']:.3g} steps/s")  # fmt: skip
+    if r["rebound dE/E"] is not None:
+        print(f"REBOUND WHFast: max |dE/E| {np.max(r['rebound dE/E']):.2e}")
+    spread = r["Jupiter longitude spread"]
+    print(f"{r['batch']} systems x {r['batch years']:g} years: {r['batch body-steps/s']:.3g} "
+          f"body-steps/s; Jupiter's longitude spread {spread:.2e} rad")  # fmt: skip
 
 
 def figure(result):
@@ -123,12 +135,4 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default="planetary.png")
     args = parser.parse_args()
-    r = main(args.quick, args.out)
-    for label, row in r["rows"].items():
-        print(f"{label}: max |dE/E| {np.max(row['dE/E']):.2e}, L drift {row['L drift']:.1e}, "
-              f"{row['steps/s']:.3g} steps/s")  # fmt: skip
-    if r["rebound dE/E"] is not None:
-        print(f"REBOUND WHFast: max |dE/E| {np.max(r['rebound dE/E']):.2e}")
-    spread = r["Jupiter longitude spread"]
-    print(f"{r['batch']} systems x {r['batch years']:g} years: {r['batch body-steps/s']:.3g} "
-          f"body-steps/s; Jupiter's longitude spread {spread:.2e} rad")  # fmt: skip
+    main(args.quick, args.out)

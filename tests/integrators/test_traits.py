@@ -23,7 +23,7 @@ def reference():
     return top, m0
 
 
-def _case(integrator, reference):
+def _case(integrator, reference, gentle: bool = False):
     """(system, x0, exact(T)) the integrator serves: the Euler top; for the discrete
     Lagrangian map the free body on so(3) with M = hat(m) (I = (5, 4, 3)); for the Lie
     group variational map that body with its attitude (``RigidBodies``); for the
@@ -52,11 +52,43 @@ def _case(integrator, reference):
             np.asarray(mi.lie.hat(m0)),
             lambda T: mi.lie.hat(mi.exact.euler_top(top, m0, T)),
         )
+    if isinstance(integrator, (mi.integrators.WisdomHolman, mi.integrators.SABA)):
+        return _planets(integrator, gentle)
     if integrator.cannot_serve(top) is not None:
         kepler = mi.systems.Kepler()
         x0 = kepler.periapsis_state(0.3)
         return kepler, x0, lambda T: mi.exact.kepler(kepler, x0, T)
     return top, m0, lambda T: mi.exact.euler_top(top, m0, T)
+
+
+def _planets(integrator, gentle: bool):
+    """A star and two planets moving as a whole (P, L ≠ 0: their relative errors are
+    defined), the reference the same map at 1/16 of the smallest step.  For the orders,
+    heavy planets (0.3 and 0.2) on fast orbits (G = 10, period 2): far from integrable,
+    so the maps show their classical order rather than their ε-structure; ``gentle`` (the
+    long runs): planets of 0.05 and 0.03, G = 1, where close approaches do not swell the
+    round-off; inclined, so that each component of L is of the size of |L| (the errors are
+    relative to the components)."""
+    system, (q, p) = mi.systems.NBody.from_elements(
+        [1.0, 0.05, 0.03] if gentle else [1.0, 0.3, 0.2],
+        {
+            "a": [1.0, 1.7],
+            "e": [0.1, 0.2],
+            "i": [0.9, 1.2],
+            "Omega": [0.5, 2.0],
+            "omega": [1.0, 3.0],
+            "M": [0.3, 2.2],
+        },
+        G=1.0 if gentle else 10.0,
+    )
+    m = np.asarray(system.masses)[:, None]
+    x0 = (q + np.array([0.3, 0.1, -0.2]), p + m * np.array([0.05, -0.02, 0.01]))
+
+    def exact(T):
+        n = 16 * 320
+        return _last(mi.simulate(system, integrator, x0, T / n, n, n))
+
+    return system, x0, exact
 
 
 def _distance(system, x, y):
@@ -105,7 +137,7 @@ def test_declared_symmetry(integrator, reference):
 
 @pytest.mark.parametrize("integrator", ALL, ids=IDS)
 def test_preserved_quantities_over_1e5_steps(integrator, reference):
-    top, m0, _ = _case(integrator, reference)
+    top, m0, _ = _case(integrator, reference, gentle=True)
     # 50 samples: the chunk program of the order test above (up to 64 saves) serves both
     traj = mi.simulate(
         top, integrator, m0, 0.1 if integrator.name != "explicit-euler" else 0.001, 100_000, 2000
@@ -117,6 +149,13 @@ def test_preserved_quantities_over_1e5_steps(integrator, reference):
     adds_up = integrator.name in ("discrete-lagrangian", "exact-flow", "lie-group-variational",
                                   "rkmk", "commutator-free")  # fmt: skip
     tol = np.finfo(float).eps * 100_000 if adds_up else 1e-12
+    if integrator.name in ("wisdom-holman", "saba"):
+        # compositions of exact flows: P and L kept by the mathematics; the arithmetic of
+        # each step's coordinate changes and kicks (whose Kepler forces cancel) moves them
+        # steadily, a few ulp a kick (measured: 42 ulp a step for L under SABA(10,6,4)'s
+        # eight kicks, 9 under WH's one; REBOUND's own round-off is smaller, an open
+        # finding: docs/planetary.md), bounded by 64 ulp a step
+        tol = 64 * np.finfo(float).eps * 100_000
     for name, err in kept.items():
         assert np.max(err) < tol, (name, np.max(err))
     # and whatever is not declared kept is measurably not kept

@@ -2,8 +2,11 @@ r"""Exact solutions of canonical models: the harmonic oscillator and the Kepler 
 
 Harmonic oscillator: q(t) = q0 cos ωt + (p0/ω) sin ωt, p(t) = p0 cos ωt − ω q0 sin ωt.
 
-Kepler: ``exact.kepler_flow``, the universal-variable solution of every conic (p = v,
-unit mass).
+Kepler (bound orbits, H < 0, L ≠ 0): from (q0, p0), a = −μ/(2H), mean motion
+n = √(μ/a³), eccentricity vector A/μ (Laplace-Runge-Lenz) giving e and the periapsis
+direction ω; in the perifocal frame x = a(cos E − e), y = b sin E (b = a√(1 − e²)) and
+ẋ = −a n sin E/(1 − e cos E), ẏ = b n cos E/(1 − e cos E), with the eccentric anomaly
+E solving Kepler's equation E − e sin E = M0 + n t by Newton's method.
 """
 
 from __future__ import annotations
@@ -36,19 +39,45 @@ def harmonic_oscillator(system, x0, t) -> tuple[np.ndarray, np.ndarray]:
 
 
 def kepler(system, x0, t) -> tuple[np.ndarray, np.ndarray]:
-    """Exact (q(t), p(t)) of ``Kepler`` (any orbit: ``exact.kepler_flow``, the one home of
-    Kepler's flow); arrays of shape t.shape + (2,) (per member of a batch)."""
-    import jax.numpy as jnp
-
-    from mechint.exact.two_body import kepler_flow
-
+    """Exact (q(t), p(t)) of ``Kepler`` on a bound orbit; arrays of shape t.shape + (2,)."""
     mu = float(system.mu)
 
     def single(q0, p0, t):
-        if np.sum(q0 * q0) == 0:
-            raise InputError("x0", "q = 0 is the singularity of the potential")
-        shape = (*t.shape, 2)
-        q, v = kepler_flow(mu, jnp.broadcast_to(q0, shape), jnp.broadcast_to(p0, shape), t)
-        return np.asarray(q), np.asarray(v)
+        return _kepler(mu, q0, p0, t)
 
     return _per_member(system, x0, t, single)
+
+
+def _kepler(mu: float, q0: np.ndarray, p0: np.ndarray, t: np.ndarray):
+    r0 = np.hypot(*q0)
+    energy = 0.5 * (p0 @ p0) - mu / r0
+    L = q0[0] * p0[1] - q0[1] * p0[0]
+    if energy >= 0:
+        raise InputError("x0", f"the orbit is not bound (H = {energy:.3g} >= 0)")
+    if L == 0:
+        raise InputError("x0", "a radial orbit (L = 0) collides with the centre")
+    flip = np.array([1.0, np.sign(L)])  # reflect y so that L > 0
+    q0, p0, L = q0 * flip, p0 * flip, abs(L)
+    a = -mu / (2.0 * energy)
+    n = np.sqrt(mu / a**3)
+    A = np.array([p0[1] * L - mu * q0[0] / r0, -p0[0] * L - mu * q0[1] / r0])
+    e = min(np.hypot(*A) / mu, 1.0 - 1e-16)
+    w = np.arctan2(A[1], A[0])
+    cw, sw = np.cos(w), np.sin(w)
+    x0, y0 = cw * q0[0] + sw * q0[1], -sw * q0[0] + cw * q0[1]
+    b = a * np.sqrt(1.0 - e * e)
+    E0 = np.arctan2(y0 / b, x0 / a + e)
+    M = np.remainder(E0 - e * np.sin(E0) + n * t, 2.0 * np.pi)
+    E = np.where(e < 0.8, M, np.pi * np.ones_like(M))
+    for _ in range(60):
+        dE = (E - e * np.sin(E) - M) / (1.0 - e * np.cos(E))
+        E = E - dE
+        if np.all(np.abs(dE) <= 4e-16 * (1.0 + np.abs(E))):
+            break
+    cE, sE = np.cos(E), np.sin(E)
+    x, y = a * (cE - e), b * sE
+    den = 1.0 - e * cE
+    vx, vy = -a * n * sE / den, b * n * cE / den
+    q = np.stack([cw * x - sw * y, sw * x + cw * y], axis=-1) * flip
+    p = np.stack([cw * vx - sw * vy, sw * vx + cw * vy], axis=-1) * flip
+    return q, p

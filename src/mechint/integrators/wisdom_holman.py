@@ -667,7 +667,10 @@ class SABA(Integrator):
         self.settle_traits()
 
     def derived_traits(self) -> Traits:
-        return Traits(order=2, symmetric=True, explicit=True, symplectic=True)
+        """Classical order (error O(ε h^(2n) + ε² h²) for SABA_n: 2; SABAC_n, n ≥ 2, and
+        SABA(10,4), (8,6,4), (10,6,4): 4)."""
+        four = isinstance(self.n, str) or (self.corrected and self.n >= 2)
+        return Traits(order=4 if four else 2, symmetric=True, explicit=True, symplectic=True)
 
     def cannot_serve(self, system) -> str | None:
         return serves_only(system, (NBody,))
