@@ -171,8 +171,8 @@ def test_a_close_encounter_fails_the_step_and_spares_the_batch():
     system, x0 = mi.systems.NBody.from_elements(masses, el, encounter=0.02)
     traj = mi.simulate(system, I.WisdomHolman(), x0, 0.01, 2000, 100, throw=False)
     assert list(traj.reason) == ["close-encounter", "ok"] and traj.failed_step[0] > 0
-    with pytest.raises(mi.StepFailure, match="closer than"):
-        mi.simulate(system, I.WisdomHolman(), (x0[0][0], x0[1][0]), 0.01, 2000, 100)
+    with pytest.raises(mi.StepFailure, match="closer than"):  # the same compiled run
+        mi.simulate(system, I.WisdomHolman(), x0, 0.01, 2000, 100)
 
 
 def test_gradients_through_a_run_reverse_equals_forward():
