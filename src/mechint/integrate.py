@@ -288,8 +288,8 @@ def _columns_in_loops() -> bool:
     for a map whose ``batch_columns`` says so, ``batch_unroll`` steps an iteration.
     Measured on one H100 (10⁶ Euler tops, 1000 steps, body-steps/s, float64 / float32):
     Kahan's ``integrate`` 1.86e10 / 4.15e10 as a (B, 3) array, 4.81e10 / 9.90e10 as
-    columns (the second GPU session, 2026-11-26), 1.28e11 / 2.94e11 as columns eight
-    steps an iteration (the third, the same day), against 6.3e10 / 1.12e11 for the bare
+    columns (2026-11-26), 1.28e11 / 2.94e11 as columns eight steps an iteration (the
+    same day), against 6.3e10 / 1.12e11 for the bare
     ``lax.scan`` of three columns, one step an iteration;
     RK4 6.6e9 / 1.5e10 -> 1.1e11 / 1.9e11.  The same numbers bit for bit, and in float64
     a batch the same as its members one by one.  On a CPU the columns gain nothing (one

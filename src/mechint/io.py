@@ -83,9 +83,9 @@ def tail_arrays(traj) -> dict[str, np.ndarray]:
             tail[f"{name}_compensation"] = np.take(np.asarray(e), -1, axis=axis)
     stopped = np.asarray(getattr(traj, "stopped_step", -1), dtype=np.int64)
     if np.any(stopped >= 0):  # a terminal event ended a member's run: which, where
-        tail["stopped_step"] = np.broadcast_to(stopped, np.shape(tail["failed_step"])).copy()
-        by = np.broadcast_to(np.asarray(traj.stopped_by, dtype=object), stopped.shape)
-        tail["stopped_by"] = np.broadcast_to(by.astype(str), np.shape(tail["failed_step"])).copy()
+        shape = np.shape(tail["failed_step"])
+        tail["stopped_step"] = np.broadcast_to(stopped, shape).copy()
+        tail["stopped_by"] = np.broadcast_to(np.asarray(traj.stopped_by, dtype=str), shape).copy()
     for key, c in getattr(traj, "events", {}).items():  # the crossings of each event
         tail[f"{key}{CROSSING}time"] = np.asarray(c.t, dtype=np.float64)
         for (name, _dims), a in zip(traj.system.state_fields, jax.tree.leaves(c.x), strict=True):

@@ -541,10 +541,11 @@ def _stopped(plan: Plan, watch, crossings: dict, reached: int):
         if not e.terminal:
             continue
         t = np.asarray(crossings[e.key].t)[..., 0] * sign  # a terminal event's one crossing
+        t = np.nan_to_num(t, nan=np.inf)  # not located: crossed after any located one
         here = (stop >= 0) & (np.asarray(w.n) > 0) & (np.asarray(w.kk)[..., 0] + 1 == stop)
-        take = here & ~(np.nan_to_num(t, nan=np.inf) >= first)
+        take = here & (t < first)
         by = np.where(take, e.key, by)
-        first = np.where(take, np.nan_to_num(t, nan=np.inf), first)
+        first = np.where(take, t, first)
     return stop, by
 
 

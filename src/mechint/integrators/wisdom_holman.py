@@ -238,17 +238,8 @@ def saba_sequence(kind) -> tuple[tuple[str, float], ...]:
 
 
 # --- the coordinates ---------------------------------------------------------------------
-def _weights(system: NBody, dtype):
-    return system.inertia_weights(dtype)
-
-
 def _masses(system: NBody, dtype):
     return system.masses.astype(dtype)
-
-
-def _jacobi(m, x):
-    """Inertial (..., N, 3) → (centre of mass, Jacobi vectors of bodies 1.. (..., N−1, 3))."""
-    return to_relative(m, x, "jacobi")
 
 
 class _State(NamedTuple):
@@ -264,10 +255,10 @@ class _State(NamedTuple):
 def _to(system: NBody, coordinates: str, x) -> _State:
     q, p = x
     m = _masses(system, q.dtype)
-    v = p / _weights(system, q.dtype)
+    v = p / system.inertia_weights(q.dtype)
     if coordinates == "jacobi":
-        R, r = _jacobi(m, q)
-        V, u = _jacobi(m, v)
+        R, r = to_relative(m, q, "jacobi")
+        V, u = to_relative(m, v, "jacobi")
         return _State(R, V, r, u)
     R = ordered_sum(m[:, None] * q, -2) / ordered_sum(m, 0)
     V = ordered_sum(m[:, None] * v, -2) / ordered_sum(m, 0)
@@ -300,7 +291,7 @@ def _from(system: NBody, coordinates: str, s: _State):
         u = s.v / _whds_scale(system, q.dtype) if coordinates == "whds" else s.v
         v0 = s.V - ordered_sum(m[1:, None] * u, -2) / m[0]
         v = jnp.concatenate([v0[..., None, :], s.V[..., None, :] + u], axis=-2)
-    return q, v * _weights(system, q.dtype)
+    return q, v * system.inertia_weights(q.dtype)
 
 
 def _mu(system: NBody, coordinates: str, dtype):
@@ -339,22 +330,14 @@ def _jump(system: NBody, coordinates: str, s: _State, h) -> _State:
 
 
 def _pair_accelerations(system: NBody, x, skip_first: bool):
-    """The direct forces' accelerations −Σ_j G m_j (x_i − x_j)/|x_i − x_j|³ on every
-    body from the massive bodies j ≠ i, without the central body's (``skip_first``
-    false: without the pair (0, 1) only)."""
-    nm = system.n_massive
-    m = _masses(system, x.dtype)[:nm]
-    d = x[..., :, None, :] - x[..., None, :nm, :]
+    """The direct forces' accelerations (``NBody.accelerations``) without the central
+    body's (``skip_first``; heliocentric splittings) or without the pair (0, 1) only
+    (Jacobi: it is the first Kepler term)."""
     i = np.arange(system.n)[:, None]
-    j = np.arange(nm)[None, :]
-    if skip_first:  # the central body's forces are the Kepler part
-        skip = (i == j) | (j == 0) | (i == 0)
-    else:  # the pair (0, 1) is the first Kepler term
-        skip = (i == j) | ((i + j == 1) & (i * j == 0))
-    r2 = ordered_sum(d * d, -1)
-    safe = jnp.where(skip, 1.0, r2)
-    w = jnp.where(skip, 0.0, system.G.astype(x.dtype) * m / (safe * jnp.sqrt(safe)))
-    return -ordered_sum(w[..., None] * d, -2)
+    j = np.arange(system.n_massive)[None, :]
+    if skip_first:
+        return system.accelerations(x, without=(j == 0) | (i == 0))
+    return system.accelerations(x, without=(i + j == 1) & (i * j == 0))
 
 
 def jacobi_accelerations(system: NBody, x):
@@ -365,7 +348,7 @@ def jacobi_accelerations(system: NBody, x):
     G = system.G.astype(x.dtype)
     a = _pair_accelerations(system, x, skip_first=False)
     eta = ordered_cumsum(m, 0)
-    _, Q = _jacobi(m, x)  # Q_j = x_j − R_{j−1}, j ≥ 1
+    _, Q = to_relative(m, x, "jacobi")  # Q_j = x_j − R_{j−1}, j ≥ 1
     Qn = jnp.sqrt(ordered_sum(Q * Q, -1, keepdims=True))
     f = G * Q / (Qn * Qn * Qn)  # (..., N−1, 3)
     on = jnp.asarray(np.arange(1, system.n) >= 2)[:, None]  # the terms j ≥ 2
@@ -392,7 +375,7 @@ def _kick(system: NBody, coordinates: str, s: _State, h, a=None) -> _State:
     if coordinates == "jacobi":
         if a is None:
             a = jacobi_accelerations(system, x)
-        _, aj = _jacobi(_masses(system, x.dtype), a)
+        _, aj = to_relative(_masses(system, x.dtype), a, "jacobi")
         return s._replace(v=s.v + h * aj)
     a = _pair_accelerations(system, x, skip_first=True)[..., 1:, :]
     if coordinates == "whds":
@@ -532,8 +515,13 @@ def _finish(system: NBody, coordinates: str, s: _State):
     return x, combine([ok_status(x), _encounter_status(system, x[0])])
 
 
-def _parse_corrector(value) -> int:
-    return int(value)
+def _saba_kind(value) -> int | str:
+    text = str(value).replace(" ", "").strip("()")
+    for kind in _SABA:
+        if text == str(kind):
+            return kind
+    raise InputError("n", f"no SABA method {value!r}",
+                     "one of 1, 2, 3, 4, '10,6,4', '8,6,4', '10,4'")  # fmt: skip
 
 
 def _parse_bool(value) -> bool:
@@ -567,7 +555,7 @@ class WisdomHolman(Integrator):
         Setting(
             "corrector",
             "wisdom-holman: symplectic corrector order 0 (none), 3, 5, 7, 11, 17",
-            _parse_corrector,
+            int,
         ),
         Setting("corrector2", "wisdom-holman: the second corrector (true/false)", _parse_bool),
     )
@@ -653,7 +641,7 @@ class SABA(Integrator):
 
     name: ClassVar[str] = "saba"
     settings: ClassVar[tuple[Setting, ...]] = (
-        Setting("n", "saba: 1, 2, 3, 4, 10,6,4 (default), 8,6,4 or 10,4", lambda v: _saba_kind(v)),
+        Setting("n", "saba: 1, 2, 3, 4, 10,6,4 (default), 8,6,4 or 10,4", _saba_kind),
         Setting("corrected", "saba: SABAC_n, the corrected map (n = 1..4)", _parse_bool),
     )
 
@@ -690,12 +678,3 @@ class SABA(Integrator):
 
     def preserved(self, system, x, h) -> dict:
         return kept(system, ("Px", "Py", "Pz", "Lx", "Ly", "Lz"), x)
-
-
-def _saba_kind(value) -> int | str:
-    text = str(value).replace(" ", "").strip("()")
-    for kind in _SABA:
-        if text == str(kind):
-            return kind
-    raise InputError("n", f"no SABA method {value!r}",
-                     "one of 1, 2, 3, 4, '10,6,4', '8,6,4', '10,4'")  # fmt: skip

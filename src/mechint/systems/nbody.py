@@ -214,15 +214,20 @@ class NBody(Separable):
         r = jnp.sqrt(jnp.sum((qm[..., i, :] - qm[..., j, :]) ** 2, axis=-1))
         return -self.G * jnp.sum(m[i] * m[j] / r, axis=-1)
 
-    def accelerations(self, q):
+    def accelerations(self, q, without=None):
         """a_i = −Σ_j G m_j (q_i − q_j)/|q_i − q_j|³ over the massive bodies j ≠ i, for
-        every body i (test particles included): shape of q."""
+        every body i (test particles included): shape of q.  ``without``: a boolean
+        (N, N_massive) mask of the pairs (i, j) left out as well (a splitting's Kepler
+        part)."""
         nm = self.n_massive
         d = q[..., :, None, :] - q[..., None, :nm, :]  # (..., N, Nm, 3)
         r2 = ordered_sum(d * d, -1)
-        own = np.arange(self.n)[:, None] == np.arange(nm)[None, :]
-        safe = jnp.where(own, 1.0, r2)
-        w = jnp.where(own, 0.0, self.G * self.masses[:nm] / (safe * jnp.sqrt(safe)))
+        skip = np.arange(self.n)[:, None] == np.arange(nm)[None, :]
+        if without is not None:
+            skip = skip | without
+        safe = jnp.where(skip, 1.0, r2)
+        Gm = self.G.astype(q.dtype) * self.masses[:nm].astype(q.dtype)
+        w = jnp.where(skip, 0.0, Gm / (safe * jnp.sqrt(safe)))
         return -ordered_sum(w[..., None] * d, -2)
 
     def kinetic_gradient(self, p):
@@ -360,7 +365,7 @@ class NBody(Separable):
         """The osculating elements of bodies 1..N−1 of state ``x`` (the inverse of
         ``from_elements``): a, e, i, Omega, omega, M (radians), P (the period, NaN for
         an unbound orbit) and the μ used."""
-        return _elements_of(self.masses, self.G, tuple(jnp.asarray(a) for a in x), _frame(frame))
+        return elements_of(self.masses, self.G, tuple(jnp.asarray(a) for a in x), _frame(frame))
 
 
 # --- relative orbits --------------------------------------------------------------------
@@ -513,14 +518,9 @@ def _rotation(Omega, inc, omega):
     return np.stack([np.stack(r, axis=-1) for r in rows], axis=-2)
 
 
+@functools.partial(jax.jit, static_argnames="frame")
 def elements_of(masses, G, x, frame: str) -> dict:
     """``NBody.to_elements`` (JAX: differentiable, batched)."""
-    frame = _frame(frame)
-    return _elements_of(masses, G, x, frame)
-
-
-@functools.partial(jax.jit, static_argnames="frame")
-def _elements_of(masses, G, x, frame: str) -> dict:
     q, p = (jnp.asarray(a) for a in x)
     m = jnp.asarray(masses, dtype=q.dtype)
     w = jnp.where(m > 0, m, 1.0)[:, None]
@@ -587,14 +587,6 @@ def outer_solar_system(encounter=None) -> tuple[NBody, tuple[np.ndarray, np.ndar
 
 
 BODIES = {"outer-solar-system": _OSS_NAMES}
-
-
-def kepler_drift(mu, r, v, t):
-    """The relative orbits (r, v) (..., K, 3) advanced by t along Kepler's flow with
-    gravitational parameters mu (K,)."""
-    from mechint.exact.two_body import kepler_flow
-
-    return kepler_flow(jnp.asarray(mu), r, v, t)
 
 
 __all__ = ["BODIES", "GAUSS_G", "NBody", "outer_solar_system"]
