@@ -33,7 +33,7 @@ import numpy as np
 
 from mechint._validate import traced
 from mechint.errors import InputError
-from mechint.maps import Integrator, physical_time, unwrap_all
+from mechint.maps import Integrator, physical_time, shown, unwrap_all
 
 # Iterations of the bracketing solver at most (Illinois converges in ~10; the bisection
 # every fourth iteration bounds it by 4 × 64 for any float64 bracket).
@@ -285,6 +285,9 @@ def watched_step(one_step, watching: Watching, system, integrator, t0, h, batche
     events, per_step = watching.events, watching.per_step
     conditions = [_condition(e, system, integrator, t0, batched) for e in events]
 
+    def show(z):  # the state the loop's state shows (a map with coordinates of its own)
+        return shown(system, integrator, z, h, batched)
+
     def step(i, both):
         carry, watch = both
         x = carry[0]
@@ -294,13 +297,15 @@ def watched_step(one_step, watching: Watching, system, integrator, t0, h, batche
         t_new = _time(t0, new[1], h, x)
         ending = jnp.zeros_like(stopped)
         each = []
-        live = ~stopped & (new[2] < 0)  # neither ended nor failed (a frozen state's
-        for e, g, w in zip(events, conditions, watch.each, strict=True):  # time runs on)
-            g_new = g(t_new, x_new)
+        # neither ended nor failed (a frozen state's time runs on)
+        live = ~stopped & (new[2] < 0)
+        seen = show(x_new) if events else None
+        for e, g, w in zip(events, conditions, watch.each, strict=True):
+            g_new = g(t_new, seen)
             crossed = _crossed(w.g, g_new, e.direction) & live
             w = jax.lax.cond(
                 jnp.any(crossed),
-                lambda w, c=crossed: _record(w, c, x, carry[1], batched),
+                lambda w, c=crossed: _record(w, c, show(x), carry[1], batched),
                 lambda w: w, w,
             )  # fmt: skip
             w = w._replace(g=jnp.where(live, g_new, w.g))
@@ -312,7 +317,7 @@ def watched_step(one_step, watching: Watching, system, integrator, t0, h, batche
         at = watch.at
         if at is not None:
             at = jax.lax.cond(
-                _due(at, new[1]), lambda a: _write(a, new[1], x_new, batched, per_step),
+                _due(at, new[1]), lambda a: _write(a, new[1], show(x_new), batched, per_step),
                 lambda a: a, at,
             )  # fmt: skip
         return (x_new, *new[1:]), Watch(stop, tuple(each), at)

@@ -53,9 +53,11 @@ from mechint.maps import (
     Integrator,
     Reason,
     _column_leaf,
+    entered,
     from_columns,
     physical_time,
     require_serves,
+    shown,
     start_all,
     to_columns,
 )
@@ -131,8 +133,10 @@ def initial_carry(x0, batch: int | None, real):
 
 
 def _member_step(integrator: Integrator, batched: bool):
-    """``integrator.step`` over every member of a batch (or the one state)."""
-    return jax.vmap(integrator.step, in_axes=(None, 0, None)) if batched else integrator.step
+    """``integrator.advance`` (its step, on the loop's state) over every member of a
+    batch (or the one state)."""
+    step = integrator.advance
+    return jax.vmap(step, in_axes=(None, 0, None)) if batched else step
 
 
 def tracked_step(system, integrator: Integrator, h, batched: bool, columns_of=None):
@@ -207,7 +211,7 @@ def run_saves(
         )
         if settled:
             out = settle(system, integrator, h, batched, carry[0], out)
-        return (out, watch), xs
+        return (out, watch), shown(system, integrator, xs, h, batched, lead=1)
     if isinstance(save_every, int) and n_saves is None:
         out, xs = _saves(
             integrator, save_every, length, batched, bool(checkpoint), system, h, carry
@@ -216,7 +220,8 @@ def run_saves(
         out, xs = _loop_saves(system, integrator, carry, h, save_every, length, batched, n_saves)
     if settled:
         out = settle(system, integrator, h, batched, carry, out)
-    return out, xs
+    # the saved states as the map shows them (a map with coordinates of its own)
+    return out, shown(system, integrator, xs, h, batched, lead=1)
 
 
 def _loop_saves(system, integrator, carry, h, save_every, length: int, batched, n_saves=None,
@@ -507,7 +512,7 @@ def _integrate(system, integrator, x0, h, t0, at=None, *, steps, save_every, bat
                watching=None):  # fmt: skip
     """``integrate`` under a transform: ``steps`` and ``save_every`` static (a derivative
     needs the chunks' lengths).  ``at``: (save times, their K_j, τ_j) with ``watching.times``."""
-    carry = _start(system, x0, integrator, t0, batched, watching, at)
+    carry = _start(system, x0, integrator, h, t0, batched, watching, at)
     n_saves = steps // save_every
     carry, xs = run_saves(
         system, integrator, carry, h, save_every, n_saves, batched=batched, checkpoint=checkpoint,
@@ -524,7 +529,7 @@ def _integrate_concrete(system, integrator, x0, h, t0, every, at=None, *, n_save
     traced, so one compiled program serves any number of steps with ``n_saves`` saves.
     Returns the Solution and the loop's start and end: a failure's residual is settled
     by the caller (``settle_failures``, compiled only for a run in which a member failed)."""
-    start = _start(system, x0, integrator, t0, batched, watching, at)
+    start = _start(system, x0, integrator, h, t0, batched, watching, at)
     carry, xs = run_saves(
         system, integrator, start, h, every, n_saves, batched=batched, checkpoint=False,
         settled=False, watching=watching, t0=t0,
@@ -539,11 +544,13 @@ def _integrate_concrete(system, integrator, x0, h, t0, every, at=None, *, n_save
 settle_failures = loop_jit(settle, static_argnames=("integrator", "batched"))
 
 
-def _start(system, x0, integrator, t0, batched: bool, watching=None, at=None):
-    """The loop's carry at x0 (one state, or a batch along the leading axis); with
-    ``watching`` (``events.Watching``), (that carry, its ``events.Watch``)."""
+def _start(system, x0, integrator, h, t0, batched: bool, watching=None, at=None):
+    """The loop's carry at x0 (one state, or a batch along the leading axis; the map's
+    own coordinates of it, ``maps.entered``); with ``watching`` (``events.Watching``),
+    (that carry, its ``events.Watch``)."""
     leaf = jax.tree.leaves(x0)[0]
-    carry = initial_carry(x0, leaf.shape[0] if batched else None, leaf.dtype)
+    z0 = entered(system, integrator, x0, h, batched)
+    carry = initial_carry(z0, leaf.shape[0] if batched else None, leaf.dtype)
     if not watching:
         return carry
     steps_at = None if at is None else at[1]

@@ -70,7 +70,8 @@ def sample_arrays(traj) -> dict[str, np.ndarray]:
 def tail_arrays(traj) -> dict[str, np.ndarray]:
     """What a file holds per member at the run's end: the failure record (failed step,
     residual, reason) and, for a compensated run, the correction at the last sample
-    (``<field>_compensation``: what a resumed run continues from)."""
+    (``<field>_compensation``), for a map with coordinates of its own the loop's state
+    there (``<field>_loop``): what a resumed run continues from."""
     tail = {
         "failed_step": np.asarray(traj.failed_step, dtype=np.int64),
         "residual": np.asarray(traj.residual, dtype=np.float64),
@@ -81,6 +82,10 @@ def tail_arrays(traj) -> dict[str, np.ndarray]:
         for (name, _dims), e in zip(_fields(traj.system, traj.orientation is not None),
                                     jax.tree.leaves(traj.compensation), strict=True):  # fmt: skip
             tail[f"{name}_compensation"] = np.take(np.asarray(e), -1, axis=axis)
+    if getattr(traj, "loop_state", None) is not None:  # the map's own coordinates
+        for (name, _dims), z in zip(traj.system.state_fields, jax.tree.leaves(traj.loop_state),
+                                    strict=True):  # fmt: skip
+            tail[f"{name}{LOOP}"] = np.asarray(z)
     stopped = np.asarray(getattr(traj, "stopped_step", -1), dtype=np.int64)
     if np.any(stopped >= 0):  # a terminal event ended a member's run: which, where
         shape = np.shape(tail["failed_step"])
@@ -95,6 +100,9 @@ def tail_arrays(traj) -> dict[str, np.ndarray]:
     return tail
 
 
+# the map's own coordinates at the last sample, per state field: <field>_loop
+LOOP = "_loop"
+
 # an event's arrays in a file: <event>_crossing_time, _count, _overflowed, _<field>, along
 # the dimension <event>_crossing (its max_events slots)
 CROSSING = "_crossing_"
@@ -104,6 +112,8 @@ def tail_dims(system, name: str, member: tuple) -> tuple[str, ...]:
     """The dimensions of an end-of-run array (``tail_arrays``) in a file."""
     if name.endswith("_compensation"):
         return member + tuple(dict(_fields(system, True))[name.removesuffix("_compensation")])
+    if name.endswith(LOOP):
+        return member + tuple(dict(system.state_fields)[name.removesuffix(LOOP)])
     if CROSSING in name:
         key, _, what = name.rpartition(CROSSING)
         if what in ("count", "overflowed"):
@@ -282,7 +292,7 @@ def to_dataset(traj):
                         FAILURE_ATTRS["residual"])  # fmt: skip
     data["reason"] = (member, np.asarray(traj.reason).astype(str), FAILURE_ATTRS["reason"])
     for name, a in tail_arrays(traj).items():
-        if name.endswith("_compensation") or CROSSING in name:
+        if name.endswith(("_compensation", LOOP)) or CROSSING in name:
             data[name] = (tail_dims(system, name, member), a, describe(system, name))
         elif name.startswith("stopped_"):
             data[name] = (member, a, FAILURE_ATTRS[name])
@@ -516,6 +526,14 @@ def describe(system, name: str) -> dict:
         return {
             "long_name": f"Kahan–Babuška correction of {describe(system, field)['long_name']}"
             " at the last sample (a resumed run continues from it)",
+            "units": "1",
+        }
+    if name.endswith(LOOP):
+        field = name.removesuffix(LOOP)
+        return {
+            "long_name": f"the map's own coordinates in place of {field} "
+            f"({describe(system, field)['long_name']}) at the last sample (a resumed run "
+            "continues from them)",
             "units": "1",
         }
     if CROSSING in name:

@@ -288,6 +288,15 @@ class Integrator(abc.ABC):
     # registers between them (Kahan's map and the explicit Runge–Kutta maps: 8;
     # ``integrate._loop_saves``, where every leaf of the state goes by columns).
     batch_unroll: ClassVar[int] = 1
+    # A map may carry its own coordinates between the states a run shows: a run's loop
+    # starts from ``enter(x0)``, steps it by ``advance`` and shows ``leave`` of it (each
+    # saved sample, an event's condition, the run's end), so that what ``leave`` applies
+    # is never fed back into the loop.  ``step`` is then leave ∘ advance ∘ enter, the map
+    # itself.  The Wisdom–Holman maps carry Jacobi (or heliocentric) coordinates, with
+    # their symplectic corrector applied where a state is shown.  The loop's state has the
+    # state's structure and shapes; a continued run starts from it
+    # (``Trajectory.loop_state``, ``simulate(loop_state=...)``) to continue bit for bit.
+    own_coordinates: ClassVar[bool] = False
 
     def derived_traits(self) -> Traits:
         """The traits of this instance, from its settings (maps whose traits depend on
@@ -306,13 +315,25 @@ class Integrator(abc.ABC):
     def step(self, system, x, h) -> tuple[Any, StepStatus]:
         """One step x ↦ Φ_h(x) and its status (pure, jit- and vmap-safe)."""
 
+    def enter(self, system, x, h):
+        """The loop's state at the state x (``own_coordinates``; the identity here)."""
+        return x
+
+    def leave(self, system, z, h):
+        """The state the loop's state z shows (``own_coordinates``; the identity here)."""
+        return z
+
+    def advance(self, system, z, h) -> tuple[Any, StepStatus]:
+        """One step of the loop's state (``own_coordinates``; ``step`` here)."""
+        return self.step(system, z, h)
+
     def step_columns(self, system, cols, like, h) -> tuple[Any, StepStatus]:
         """One step of a batch carried as columns (``to_columns`` of a batch shaped like
         ``like``; ``batch_columns``): the new columns and each member's status.  This
         default steps the members of the stacked batch and splits the result; a map
         whose step is sums of a few vector fields may keep those sums on the columns,
         so that XLA fuses the whole step (``ExplicitRungeKutta``)."""
-        x_new, st = jax.vmap(self.step, in_axes=(None, 0, None))(
+        x_new, st = jax.vmap(self.advance, in_axes=(None, 0, None))(
             system, from_columns(cols, like), h
         )
         return to_columns(x_new), st
@@ -503,6 +524,31 @@ def physical_time(system, integrator: Integrator, x):
         return extras["clock"][..., 0]
     own = getattr(system, "physical_time", None)
     return None if own is None else own(base)
+
+
+def _over_members(f, batched: bool, lead: int = 0):
+    """``f(system, x, h)`` over every member of a batch and ``lead`` leading axes."""
+    if batched:
+        f = jax.vmap(f, in_axes=(None, 0, None))
+    for _ in range(lead):
+        f = jax.vmap(f, in_axes=(None, 0, None))
+    return f
+
+
+def entered(system, integrator: Integrator, x, h, batched: bool):
+    """The loop's state at x (one state or a batch): ``Integrator.enter``, x itself
+    for a map without coordinates of its own."""
+    if not integrator.own_coordinates:
+        return x
+    return _over_members(integrator.enter, batched)(system, x, h)
+
+
+def shown(system, integrator: Integrator, z, h, batched: bool, lead: int = 0):
+    """The states that loop states z show (``Integrator.leave``; ``lead`` leading axes
+    of samples before the members): z itself for a map without coordinates of its own."""
+    if not integrator.own_coordinates:
+        return z
+    return _over_members(integrator.leave, batched, lead)(system, z, h)
 
 
 def innermost(integrator: Integrator) -> Integrator:

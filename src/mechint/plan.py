@@ -54,6 +54,7 @@ class Plan:
     events: tuple = ()  # mechint.Event s whose crossings the run records (events.py)
     max_events: int = 1  # crossings kept per member and event
     save_at: Any = None  # (times, K_j, τ_j, most in a step): events.check_save_at; or None
+    loop_state: Any = None  # the map's own coordinates to start from (a continued run)
 
     @property
     def n_saves(self) -> int:
@@ -123,6 +124,7 @@ def make_plan(
     events=None,
     max_events: int | None = None,
     save_at=None,
+    loop_state=None,
     names: dict[str, str] | None = None,
 ) -> Plan:
     """The plan of a run (see the module docstring); ``InputError`` naming the
@@ -133,7 +135,8 @@ def make_plan(
         step0 = _validate.count("step0", step0, minimum=0)
         base = unwrap_all(plan.integrator, plan.x0)[0]
         watched, cap = check_events(events, plan.system, base, plan.batched, max_events)
-        plan = dataclasses.replace(plan, step0=step0, events=watched, max_events=cap)
+        plan = dataclasses.replace(plan, step0=step0, events=watched, max_events=cap,
+                                   loop_state=_loop_state(plan, loop_state))  # fmt: skip
         if save_at is None:
             return plan
         if plan.save_every != 1:
@@ -146,6 +149,30 @@ def make_plan(
         if names and exc.parameter in names:
             raise type(exc)(names[exc.parameter], exc.problem, exc.fix) from None
         raise
+
+
+def _loop_state(plan: Plan, given):
+    """The loop's state to start from (``Trajectory.loop_state`` of the run continued),
+    checked: a map with coordinates of its own, the shapes of x0, finite."""
+    if given is None:
+        return None
+    if not plan.integrator.own_coordinates:
+        raise InputError("loop_state", f"{plan.recorded!r} carries no coordinates of its own",
+                         "leave loop_state out")  # fmt: skip
+    like = jax.tree.leaves(plan.x0)
+    try:
+        leaves = [np.asarray(a, dtype=np.float64) for a in jax.tree.leaves(given)]
+    except (TypeError, ValueError):
+        raise InputError("loop_state", "expected arrays shaped like x0") from None
+    if [a.shape for a in leaves] != [a.shape for a in like]:
+        raise InputError("loop_state", f"expected arrays of shapes {[a.shape for a in like]} "
+                         f"(those of x0), got {[a.shape for a in leaves]}",
+                         "pass the Trajectory.loop_state of the run continued")  # fmt: skip
+    if not all(np.all(np.isfinite(a)) for a in leaves):
+        raise InputError("loop_state", "is not finite")
+    real = jnp.dtype(plan.dtype)
+    return jax.tree.unflatten(jax.tree.structure(plan.x0),
+                              [np.asarray(a, dtype=real) for a in leaves])  # fmt: skip
 
 
 def compensates(integrator: Integrator, system, compensated, compensation=None) -> bool:

@@ -76,6 +76,14 @@ class Resumed:
                 e = (e, self.tail["g_compensation"])
         return x, g, e
 
+    def loop_state(self, system):
+        """The map's own coordinates at the last sample on file (``Trajectory.loop_state``),
+        or None for a map without them."""
+        names = [name for name, _ in system.state_fields]
+        if f"{names[0]}{io.LOOP}" not in self.tail:
+            return None
+        return _tree(system, [self.tail[f"{k}{io.LOOP}"] for k in names])
+
     @property
     def failed(self) -> bool:
         return bool(np.any(np.asarray(self.tail["failed_step"]) >= 0))
@@ -319,7 +327,7 @@ class RunFile:
             t0 = float(variables["time"][0])
             tail = {k: np.asarray(v[...]) for k, v in fh.variables.items()
                     if k in ("failed_step", "residual", "reason", "stopped_step") or
-                    k.endswith("_compensation") or io.CROSSING in k}  # fmt: skip
+                    k.endswith(("_compensation", io.LOOP)) or io.CROSSING in k}  # fmt: skip
             tail["reason"] = tail["reason"].astype(str)
             if "stopped_by" in fh.variables:
                 tail["stopped_by"] = np.asarray(fh.variables["stopped_by"][...]).astype(str)

@@ -36,7 +36,7 @@ from mechint._xla import loop_jit
 from mechint.errors import InputError, StepFailure
 from mechint.events import Crossings, Watching, initial_watch, locate, saved_at, stopped_steps
 from mechint.integrate import blank_failed, decode, initial_carry, run_saves, settle_failures
-from mechint.maps import Reason, physical_time, unwrap_all
+from mechint.maps import Reason, entered, physical_time, shown, unwrap_all
 from mechint.plan import Plan, make_plan
 from mechint.trajectory import Trajectory, reason_labels
 
@@ -120,6 +120,16 @@ def _advance(system, integrator, carry, h, save_every, n_saves, t0=None, *, capa
     return state, saved, summary
 
 
+@loop_jit(static_argnames=("integrator", "batched"))
+def _entered(system, integrator, x, h, *, batched):
+    return entered(system, integrator, x, h, batched)
+
+
+@loop_jit(static_argnames=("integrator", "batched"))
+def _shown(system, integrator, z, h, *, batched):
+    return shown(system, integrator, z, h, batched)
+
+
 @loop_jit(static_argnames=("integrator", "events", "batched"))
 def _locate(system, integrator, h, t0, watch, *, events, batched):
     return locate(system, integrator, h, t0, events, watch, batched)
@@ -193,6 +203,7 @@ def simulate(
     events=None,
     max_events: int | None = None,
     save_at=None,
+    loop_state=None,
 ) -> Trajectory:
     """Advance ``x0`` by ``steps`` steps of size ``h``, saving every ``save_every``-th state.
 
@@ -246,6 +257,11 @@ def simulate(
         last one measured (``ChunkSizer``: damped, with the first call's length as a
         floor), so that a slow map shows progress and checkpoints on time.  All calls
         share one compiled program; the states are the same as with any chunking.
+    loop_state
+        For a map that carries coordinates of its own between the states it shows
+        (``Integrator.own_coordinates``: the Wisdom–Holman maps), the loop's state to
+        start from instead of the one made from ``x0``: the ``Trajectory.loop_state`` of
+        the run this one continues, which then continues bit for bit.
     step0
         Steps taken before ``x0`` by the run this one continues (``mechint run
         --resume``): failures are numbered from the whole run's start.
@@ -295,7 +311,7 @@ def simulate(
     plan = make_plan(system, integrator, x0, h, steps, save_every, t0=t0, dtype=dtype,
                      orientation=orientation, compensated=compensated,
                      compensation=compensation, step0=step0, events=events,
-                     max_events=max_events, save_at=save_at)  # fmt: skip
+                     max_events=max_events, save_at=save_at, loop_state=loop_state)  # fmt: skip
     if plan.save_at is not None and not keep:
         raise InputError("keep", "save_at holds its states until the run ends",
                          "keep=True, or stream regular samples (save_every)")  # fmt: skip
@@ -328,7 +344,13 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
     sizer = ChunkSizer(max(1, cap // 256), cap, chunk_seconds)  # in steps
     size = capacity(min(per_chunk, n_saves), plan.numbers)
     x0_j = jax.tree.map(lambda a: jnp.asarray(a, dtype=real), plan.x0)
-    carry = initial_carry(x0_j, plan.batch if batched else None, real)
+    h_j = jnp.asarray(plan.h, dtype=real)
+    z0 = x0_j
+    if plan.loop_state is not None:  # a continued run: where its loop was
+        z0 = jax.tree.map(lambda a: jnp.asarray(a, dtype=real), plan.loop_state)
+    elif integrator.own_coordinates:
+        z0 = _entered(system, integrator, x0_j, h_j, batched=batched)
+    carry = initial_carry(z0, plan.batch if batched else None, real)
     t0_j = jnp.asarray(plan.t0, dtype=real)
     watch = None  # the record of events and save times (events.Watch), when watched
     times, steps_at, _, per_step = plan.save_at if plan.save_at is not None else ((), None, None, 1)
@@ -501,6 +523,9 @@ def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=No
     if own is not None and not plan.batched and plan.save_at is None:  # variable steps
         t = plan.t0 + np.asarray(own, dtype=np.float64)
     x, extras = unwrap_all(plan.integrator, x)
+    loop = None  # the map's own coordinates at the last sample (what a continued run needs)
+    if plan.integrator.own_coordinates:
+        loop = jax.tree.map(np.asarray, jax.device_get(carry[0]))
     stopped_step, stopped_by = _stopped(plan, _host(watch), crossings, reached)
     if plan.step0:  # a continued run: its failures numbered from the whole run's start
         fail_step = np.where(fail_step >= 0, fail_step + plan.step0, fail_step)
@@ -523,6 +548,7 @@ def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=No
         events=crossings,
         stopped_step=stopped_step,
         stopped_by=stopped_by,
+        loop_state=loop,
     )
 
 
@@ -597,7 +623,11 @@ def _raise_failure(plan: Plan, samples, saved, done, carry, handed: int, n: int,
         # crossings and save times up to the failing step's start, whatever the samples
         partial_traj = _trajectory(plan, kept, carry, first=handed, steps=covered, fail=record,
                                    watch=watch, reached=first - 1)  # fmt: skip
-    x = unwrap_all(plan.integrator, carry[0])[0]
+    x = carry[0]
+    if plan.integrator.own_coordinates:  # the state the frozen loop's state shows
+        x = _shown(plan.system, plan.integrator, x, jnp.asarray(plan.h, jnp.dtype(plan.dtype)),
+                   batched=plan.batched)  # fmt: skip
+    x = unwrap_all(plan.integrator, x)[0]
     last = jax.tree.map(lambda a: np.asarray(a)[member] if plan.batched else np.asarray(a), x)
     res = float(residual[member])
     failed, codes_kept, res_kept = record

@@ -40,6 +40,10 @@ class Trajectory:
     count, overflowed), when the run had events.  ``stopped_step``: per member the step
     at whose end a terminal event ended its run (−1 where none did; its samples from
     that step on are NaN), ``stopped_by`` that event's name ("" where none).
+    ``loop_state``: for a map that carries coordinates of its own between the states it
+    shows (``Integrator.own_coordinates``: the Wisdom–Holman maps), the loop's state at
+    the last sample (shaped like a sample), from which a continued run
+    (``simulate(..., loop_state=...)``) goes on bit for bit; else None.
     """
 
     system: Any
@@ -59,6 +63,7 @@ class Trajectory:
     events: dict = dataclasses.field(default_factory=dict)
     stopped_step: Any = -1
     stopped_by: Any = ""
+    loop_state: Any = None
 
     def __repr__(self) -> str:
         """One line: what ran, the shapes, the time span and the failures (not the data)."""

@@ -211,6 +211,47 @@ def test_a_batch_equals_its_members_bit_for_bit(outer):
         assert dq == 0 and dp == 0, (k, dq, dp)
 
 
+def test_a_run_carries_the_maps_coordinates_and_shows_the_corrected_state(outer):
+    """The loop of a run carries Jacobi coordinates from kernel to kernel and applies the
+    corrector where a state is shown, never feeding it back: the samples are the same
+    whatever the save interval, bit for bit; a run continued from ``loop_state`` equals
+    the run in one go bit for bit; the shown states equal the corrector's inverse of
+    the kernels' state to round-off, and the run is the map (C⁻¹ K C, ``step``) to
+    round-off."""
+    system, x0 = outer
+    wh_ = I.WisdomHolman(corrector=5)
+    h = 0.5
+    every = mi.simulate(system, wh_, x0, h, 8, 1)
+    sparse = mi.simulate(system, wh_, x0, h, 8, 4)
+    first = mi.simulate(system, wh_, x0, h, 4, 4)
+    rest = mi.simulate(system, wh_, (first.x[0][-1], first.x[1][-1]), h, 4, 4, t0=4 * h,
+                       loop_state=first.loop_state)  # fmt: skip
+    for i in (0, 1):
+        assert np.array_equal(every.x[i][::4], sparse.x[i])
+        assert np.array_equal(rest.x[i][-1], sparse.x[i][-1])
+        assert np.array_equal(rest.loop_state[i], sparse.loop_state[i])
+
+    @jax.jit
+    def by_hand(x):
+        z = wh_.enter(system, x, h)
+        z = jax.lax.fori_loop(0, 8, lambda _, z: wh_.advance(system, z, h)[0], z)
+        y = jax.lax.fori_loop(0, 8, lambda _, y: wh_.step(system, y, h)[0], x)
+        return z, wh_.leave(system, z, h), y
+
+    z, shown, stepped = by_hand(x0)
+    scale = [np.max(np.abs(every.x[i][-1])) for i in (0, 1)]
+    for i in (0, 1):
+        assert np.max(np.abs(np.asarray(z[i]) - every.loop_state[i])) <= 4e-16 * scale[i]
+        assert np.max(np.abs(np.asarray(shown[i]) - every.x[i][-1])) <= 4e-16 * scale[i]
+        assert np.max(np.abs(np.asarray(stepped[i]) - every.x[i][-1])) <= 1e-13 * scale[i]
+    # the loop's state is not the state: Jacobi coordinates before the corrector's inverse
+    assert not np.allclose(every.loop_state[0], every.x[0][-1], rtol=1e-6, atol=0)
+    with pytest.raises(mi.InputError, match="loop_state"):
+        mi.simulate(system, wh_, x0, h, 4, loop_state=(x0[0][:2], x0[1][:2]))
+    with pytest.raises(mi.InputError, match="loop_state"):
+        mi.simulate(system, I.StormerVerlet(), x0, h, 4, loop_state=x0)
+
+
 @pytest.mark.parametrize(
     ("make", "needle"),
     [

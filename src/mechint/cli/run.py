@@ -157,10 +157,11 @@ def _run(args, plan: Plan, out: Path, plot: Path | None, every: float) -> int:
     g0 = extras.get("orientation")
     record = io.run_record(system, plan.recorded, h, save_every, steps, plan.dtype)
     resumed = RunFile.resume(out, system, record, x0, g0) if args.resume else None
-    start, todo, t0, e0 = x0, steps, 0.0, None
+    start, todo, t0, e0, z0 = x0, steps, 0.0, None, None
     if resumed is not None:
         done = (resumed.samples - 1) * save_every
         start, g0, e0 = resumed.start(system)
+        z0 = resumed.loop_state(system)
         todo, t0 = steps - done, resumed.t0 + h * (save_every * (resumed.samples - 1))
     writer = RunFile(out, system, plan.recorded, h, save_every, steps, plan.dtype,
                      every=every, resumed=resumed)  # fmt: skip
@@ -177,6 +178,7 @@ def _run(args, plan: Plan, out: Path, plot: Path | None, every: float) -> int:
                 interrupt=stop.check, chunk_steps=_CHECKPOINT_CHUNK,
                 chunk_seconds=_chunk_seconds(every), dtype=plan.dtype, keep=False,
                 compensated=args.compensated, compensation=e0, step0=steps - todo,
+                loop_state=z0,
             )  # fmt: skip
             writer.close()
             stop.check()  # a signal during the last chunk: the run is complete, and says so

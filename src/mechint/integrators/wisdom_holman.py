@@ -36,9 +36,13 @@ drift and I the interaction kick:
 Symplectic correctors (Wisdom, Holman & Touma 1996) of order 3, 5, 7, 11 or 17, and the
 second corrector (``corrector2``, Jacobi): each Z(a, b) = D(a) I(−b) D(−2a) I(b) D(a)
 (with jumps around the kicks in democratic heliocentric coordinates), composed with the
-published coefficients; the step is C⁻¹ ∘ K ∘ C, with C⁻¹ the corrector with the kicks'
+published coefficients.  ``step`` is C⁻¹ ∘ K ∘ C, with C⁻¹ the corrector with the kicks'
 signs flipped (the inverse to the corrector's order), as REBOUND's WHFast in its safe mode
-takes one step.
+takes one step.  A run's loop carries the kernel's coordinates instead
+(``Integrator.own_coordinates``: ``enter`` applies C once, ``advance`` is the kernel K,
+``leave`` applies C⁻¹ to each state the run shows: a saved sample, an event's condition,
+its end), so that neither the corrector nor the change of coordinates is fed back into
+the loop; REBOUND's WHFast takes its steps so with ``safe_mode = 0``.
 
 ``SABA(n)``: Laskar & Robutel's (2001, CeMDA 80, 39) near-integrable splittings SABA₁…₄
 and their correctors (``corrected=True``: the kick of cc h³ J at both ends of the step,
@@ -433,24 +437,38 @@ def merged(ops) -> tuple[tuple[float, float, int], ...]:
 
 
 def table(rows, kinds) -> tuple[np.ndarray, np.ndarray]:
-    """``merged`` rows as the arrays ``run`` loops over: (c, d) per row, and the index of
+    """``merged`` rows as the arrays ``_run`` loops over: (c, d) per row, and the index of
     each row's kind of kick in ``kinds``."""
     return (np.asarray([(c, d) for c, d, _ in rows], dtype=np.float64),
             np.asarray([kinds.index(k) for _, _, k in rows], dtype=np.int32))  # fmt: skip
 
 
+def sequence(system: NBody, coordinates: str, s: _State, h, ops, moves: float) -> _State:
+    """The state in the map's coordinates advanced by ``ops``, a sequence of ("D", c) and
+    ("I", d, kind) (fractions of h; ``merged``, ``table``), and the centre of mass moved
+    by ``moves`` h V (the drifts' sum: 1 for a step, 0 for a corrector)."""
+    if not ops:
+        return s
+    rows = merged(ops)
+    kinds = sorted({k for _, _, k in rows})
+    out = _run(system, coordinates, s, h, *table(rows, kinds), kinds)
+    return out._replace(R=s.R + (moves * h) * s.V if moves else s.R)
+
+
 def run(system: NBody, coordinates: str, x, h, fractions, kind, kinds):
-    """A state (q, p) advanced by the sequence of drifts and kicks ``fractions`` (n, 2),
-    ``kind`` (n,) (``table``; they may be traced: one compiled program serves every
-    sequence of the same kinds), and the step's status."""
-    s = _run(system, coordinates, _to(system, coordinates, x), h, fractions, kind, kinds)
-    return _finish(system, coordinates, s)
+    """A state (q, p) advanced by one step of the sequence ``fractions`` (n, 2), ``kind``
+    (n,) (``table``; they may be traced: one compiled program serves every sequence of
+    the same kinds), and whether it is finite."""
+    s = _to(system, coordinates, x)
+    s = _run(system, coordinates, s, h, fractions, kind, kinds)._replace(R=s.R + h * s.V)
+    x = _from(system, coordinates, s)
+    return x, ok_status(x)
 
 
 def _run(system: NBody, coordinates: str, s: _State, h, fractions, kind, kinds) -> _State:
-    """The map's sequence of drifts and kicks (fractions of h) in one loop, so that each
-    operation is compiled once whatever the sequence's length; the centre of mass moves
-    by h V (the drifts add up to h)."""
+    """The sequence of drifts and kicks (fractions of h; ``table``) in one loop, so that
+    each operation is compiled once whatever the sequence's length (the centre of mass:
+    ``sequence``)."""
     real = s.r.dtype
     h2 = h * h
     ops = {
@@ -471,9 +489,7 @@ def _run(system: NBody, coordinates: str, s: _State, h, fractions, kind, kinds) 
             s = branches[0](s, d * h)
         return s, None
 
-    R = s.R
-    s, _ = jax.lax.scan(body, s, (jnp.asarray(fractions, real), jnp.asarray(kind)))
-    return s._replace(R=R + h * s.V)
+    return jax.lax.scan(body, s, (jnp.asarray(fractions, real), jnp.asarray(kind)))[0]
 
 
 def corrector_ops(order: int, inv: float, kick: int = PLAIN) -> list:
@@ -503,16 +519,75 @@ def corrector2_ops(inv: float) -> list:
 def _encounter_status(system: NBody, q) -> StepStatus:
     """Fails with CLOSE_ENCOUNTER where two bodies are closer than the system's encounter
     distance (residual: their distance over it)."""
-    if not system.checks_encounters:
-        return status(True, jnp.zeros((), q.dtype), Reason.CLOSE_ENCOUNTER)
     d, _ = system.close_pair(q)
     ratio = d / system.encounter.astype(q.dtype)
     return status(ratio >= 1, ratio, Reason.CLOSE_ENCOUNTER)
 
 
-def _finish(system: NBody, coordinates: str, s: _State):
-    x = _from(system, coordinates, s)
-    return x, combine([ok_status(x), _encounter_status(system, x[0])])
+def _pack(s: _State):
+    """A state in the map's coordinates as a run's loop carries it: ((R; r), (V; v)),
+    each (..., N, 3), the shapes of the state (q, p)."""
+    return (jnp.concatenate([s.R[..., None, :], s.r], axis=-2),
+            jnp.concatenate([s.V[..., None, :], s.v], axis=-2))  # fmt: skip
+
+
+def _unpack(z) -> _State:
+    q, p = z
+    return _State(q[..., 0, :], p[..., 0, :], q[..., 1:, :], p[..., 1:, :])
+
+
+class _SplitMap:
+    """What the Wisdom–Holman maps share: a step is the corrector, the kernel and the
+    corrector's inverse (``correction_ops``, ``kernel_ops``); a run's loop carries the
+    map's coordinates from kernel to kernel (``Integrator.own_coordinates``), so that the
+    change of coordinates and the corrector are applied where a state is shown and never
+    fed back into the loop."""
+
+    own_coordinates: ClassVar[bool] = True
+
+    def kernel_ops(self) -> list:
+        raise NotImplementedError
+
+    def correction_ops(self, inv: float) -> list:
+        """The corrector (inv = 1) or its inverse (inv = −1): none here."""
+        return []
+
+    def _coordinates(self) -> str:
+        return getattr(self, "coordinates", "jacobi")
+
+    def ops(self) -> list:
+        """The step as a sequence of ("D", c) and ("I", d, kind), fractions of h: the
+        corrector, the kernel, the corrector's inverse (to its order)."""
+        return self.correction_ops(1.0) + self.kernel_ops() + self.correction_ops(-1.0)
+
+    def enter(self, system, x, h):
+        """The state (q, p) in the map's coordinates, the corrector applied (``_pack``)."""
+        c = self._coordinates()
+        return _pack(sequence(system, c, _to(system, c, x), h, self.correction_ops(1.0), 0.0))
+
+    def leave(self, system, z, h):
+        """The state (q, p) of the loop's state z, the corrector's inverse applied."""
+        c = self._coordinates()
+        return _from(system, c, sequence(system, c, _unpack(z), h, self.correction_ops(-1.0), 0.0))
+
+    def advance(self, system, z, h) -> tuple[object, StepStatus]:
+        """One kernel on the loop's state, its status: not finite, or (where the system
+        declares an encounter distance) two bodies closer than it."""
+        c = self._coordinates()
+        s = sequence(system, c, _unpack(z), h, self.kernel_ops(), 1.0)
+        z = _pack(s)
+        checks = [ok_status(z)]
+        if system.checks_encounters:
+            checks.append(_encounter_status(system, _positions(system, c, s)))
+        return z, combine(checks)
+
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        z, st = self.advance(system, self.enter(system, x, h), h)
+        x = self.leave(system, z, h)
+        return x, combine([st, ok_status(x)])
+
+    def preserved(self, system, x, h) -> dict:
+        return kept(system, ("Px", "Py", "Pz", "Lx", "Ly", "Lz"), x)
 
 
 def _saba_kind(value) -> int | str:
@@ -537,7 +612,7 @@ def _parse_bool(value) -> bool:
 
 @final
 @dataclasses.dataclass(frozen=True)
-class WisdomHolman(Integrator):
+class WisdomHolman(_SplitMap, Integrator):
     """The Wisdom–Holman map of ``systems.NBody`` (the module docstring): ``coordinates``
     "jacobi" (default), "democratic-heliocentric" or "whds"; ``kernel`` "standard"
     (default), "modified-kick", "composition" or "lazy" (Jacobi only); ``corrector`` 0
@@ -589,10 +664,9 @@ class WisdomHolman(Integrator):
     def cannot_serve(self, system) -> str | None:
         return serves_only(system, (NBody,))
 
-    def ops(self) -> list:
-        """The step as a sequence of ("D", c) and ("I", d, kind), fractions of h: the
-        corrector, the kernel, the corrector's inverse (to its order)."""
-        kernel = {
+    def kernel_ops(self) -> list:
+        """The kernel as a sequence of ("D", c) and ("I", d, kind), fractions of h."""
+        return {
             "standard": [("D", 0.5), ("I", 1.0, PLAIN), ("D", 0.5)],
             "modified-kick": [("D", 0.5), ("I", 1.0, MODIFIED), ("D", 0.5)],
             "lazy": [("D", 0.5), ("I", 1.0, LAZY), ("D", 0.5)],
@@ -610,28 +684,18 @@ class WisdomHolman(Integrator):
                 ("D", 3 / 8),
             ],
         }[self.kernel]
-        before: list = []
-        after: list = []
-        if self.corrector:
-            before += corrector_ops(self.corrector, 1.0)
-            after = corrector_ops(self.corrector, -1.0) + after
-        if self.corrector2:
-            before += corrector2_ops(1.0)
-            after = corrector2_ops(-1.0) + after
-        return before + kernel + after
 
-    def step(self, system, x, h) -> tuple[object, StepStatus]:
-        rows = merged(self.ops())
-        kinds = sorted({k for _, _, k in rows})
-        return run(system, self.coordinates, x, h, *table(rows, kinds), kinds)
-
-    def preserved(self, system, x, h) -> dict:
-        return kept(system, ("Px", "Py", "Pz", "Lx", "Ly", "Lz"), x)
+    def correction_ops(self, inv: float) -> list:
+        """The corrector (inv = 1; the first, then the second) or its inverse to its order
+        (inv = −1; the second's, then the first's)."""
+        first = corrector_ops(self.corrector, inv) if self.corrector else []
+        second = corrector2_ops(inv) if self.corrector2 else []
+        return first + second if inv > 0 else second + first
 
 
 @final
 @dataclasses.dataclass(frozen=True)
-class SABA(Integrator):
+class SABA(_SplitMap, Integrator):
     """Laskar & Robutel's SABA_n (n = 1..4; ``corrected=True``: SABAC_n, the corrector
     of the modified kick at both ends) and Blanes et al.'s SABA(10,6,4), SABA(8,6,4),
     SABA(10,4) (n given as the text "10,6,4", "8,6,4", "10,4"), on Jacobi coordinates."""
@@ -663,18 +727,10 @@ class SABA(Integrator):
     def cannot_serve(self, system) -> str | None:
         return serves_only(system, (NBody,))
 
-    def ops(self) -> list:
+    def kernel_ops(self) -> list:
         """The step as a sequence of ("D", c) and ("I", d, kind), fractions of h."""
         ops = [("D", c) if op == "D" else ("I", c, PLAIN) for op, c in saba_sequence(self.n)]
         if self.corrected:  # the corrector's kick of cc h³ J at both ends
             cc = _SABA[self.n][2]
             ops = [("I", cc, SABA_CORRECTOR), *ops, ("I", cc, SABA_CORRECTOR)]
         return ops
-
-    def step(self, system, x, h) -> tuple[object, StepStatus]:
-        rows = merged(self.ops())
-        kinds = sorted({k for _, _, k in rows})
-        return run(system, "jacobi", x, h, *table(rows, kinds), kinds)
-
-    def preserved(self, system, x, h) -> dict:
-        return kept(system, ("Px", "Py", "Pz", "Lx", "Ly", "Lz"), x)
