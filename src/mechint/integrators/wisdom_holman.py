@@ -60,6 +60,7 @@ end the step closer than it, and with ``Reason.NON_FINITE`` where the state is n
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import ClassVar, NamedTuple, final
 
 import jax
@@ -465,6 +466,10 @@ def run(system: NBody, coordinates: str, x, h, fractions, kind, kinds):
     return x, ok_status(x)
 
 
+# sequences of at most this many rows run as straight-line code, longer ones as a loop
+_UNROLLED = 3
+
+
 def _run(system: NBody, coordinates: str, s: _State, h, fractions, kind, kinds) -> _State:
     """The sequence of drifts and kicks (fractions of h; ``table``) in one loop, so that
     each operation is compiled once whatever the sequence's length (the centre of mass:
@@ -479,6 +484,14 @@ def _run(system: NBody, coordinates: str, s: _State, h, fractions, kind, kinds) 
         SABA_CORRECTOR: lambda s, d: _saba_corrector(system, s, d, h2),
     }
     branches = [ops[k] for k in kinds]
+    if len(fractions) <= _UNROLLED and not isinstance(fractions, jax.Array):
+        # a short sequence as straight-line code (XLA fuses it; no loop, no branches)
+        for (c, d), k in zip(np.asarray(fractions).tolist(), np.asarray(kind).tolist(),
+                             strict=True):  # fmt: skip
+            if c != 0:
+                s = _drift(system, coordinates, s, c * h)
+            s = branches[k](s, d * h)
+        return s
 
     def body(s, row):
         (c, d), k = row
@@ -536,12 +549,30 @@ def _unpack(z) -> _State:
     return _State(q[..., 0, :], p[..., 0, :], q[..., 1:, :], p[..., 1:, :])
 
 
+def inverse(ops) -> list:
+    """The inverse of a sequence of exact flows (drifts, and kicks that move no body):
+    the operations in reverse order, each fraction negated."""
+    return [(op[0], -op[1], *op[2:]) for op in reversed(ops)]
+
+
+def _drifts(ops) -> float:
+    """The sum of the drifts' fractions of h in ``ops`` (how far they move the centre of
+    mass, in units of h V)."""
+    return math.fsum(op[1] for op in ops if op[0] == "D")
+
+
 class _SplitMap:
-    """What the Wisdom–Holman maps share: a step is the corrector, the kernel and the
-    corrector's inverse (``correction_ops``, ``kernel_ops``); a run's loop carries the
-    map's coordinates from kernel to kernel (``Integrator.own_coordinates``), so that the
-    change of coordinates and the corrector are applied where a state is shown and never
-    fed back into the loop."""
+    """What the Wisdom–Holman maps share: a step is the corrector C, the kernel K and the
+    corrector's inverse (``correction_ops``, ``kernel_ops``): ``step`` is C⁻¹ ∘ K ∘ C.
+
+    A run's loop carries the map's coordinates instead (``Integrator.own_coordinates``),
+    and the kernel rotated: with K = B ∘ A, A its operations up to the first kick, K^n =
+    A⁻¹ ∘ (A ∘ B)^n ∘ A, and A ∘ B starts and ends with a drift, which merge (the Kepler
+    flow is a one-parameter group): the standard kernel D(h/2) I(h) D(h/2) takes one
+    Kepler drift per step, not two (REBOUND's WHFast with ``safe_mode = 0``).  ``enter``
+    is A ∘ C, ``advance`` A ∘ B, ``leave`` C⁻¹ ∘ A⁻¹: the change of coordinates, the
+    corrector and the half drift are applied where a state is shown, never fed back into
+    the loop."""
 
     own_coordinates: ClassVar[bool] = True
 
@@ -560,21 +591,34 @@ class _SplitMap:
         corrector, the kernel, the corrector's inverse (to its order)."""
         return self.correction_ops(1.0) + self.kernel_ops() + self.correction_ops(-1.0)
 
+    def _lead(self) -> tuple[list, list]:
+        """(A, B): the kernel's operations up to its first kick, and the rest."""
+        kernel = self.kernel_ops()
+        first = next(i for i, op in enumerate(kernel) if op[0] == "I")
+        return kernel[: first + 1], kernel[first + 1 :]
+
     def enter(self, system, x, h):
-        """The state (q, p) in the map's coordinates, the corrector applied (``_pack``)."""
+        """The loop's state at (q, p): the map's coordinates, C then A applied (``_pack``)."""
         c = self._coordinates()
-        return _pack(sequence(system, c, _to(system, c, x), h, self.correction_ops(1.0), 0.0))
+        lead = self._lead()[0]
+        s = sequence(system, c, _to(system, c, x), h, self.correction_ops(1.0) + lead,
+                     _drifts(lead))  # fmt: skip
+        return _pack(s)
 
     def leave(self, system, z, h):
-        """The state (q, p) of the loop's state z, the corrector's inverse applied."""
+        """The state (q, p) the loop's state z shows: A⁻¹ then C⁻¹ applied."""
         c = self._coordinates()
-        return _from(system, c, sequence(system, c, _unpack(z), h, self.correction_ops(-1.0), 0.0))
+        lead = self._lead()[0]
+        s = sequence(system, c, _unpack(z), h, inverse(lead) + self.correction_ops(-1.0),
+                     -_drifts(lead))  # fmt: skip
+        return _from(system, c, s)
 
     def advance(self, system, z, h) -> tuple[object, StepStatus]:
-        """One kernel on the loop's state, its status: not finite, or (where the system
-        declares an encounter distance) two bodies closer than it."""
+        """One step of the loop (the kernel rotated, A ∘ B) and its status: not finite,
+        or (where the system declares an encounter distance) two bodies closer than it."""
         c = self._coordinates()
-        s = sequence(system, c, _unpack(z), h, self.kernel_ops(), 1.0)
+        lead, rest = self._lead()
+        s = sequence(system, c, _unpack(z), h, rest + lead, 1.0)
         z = _pack(s)
         checks = [ok_status(z)]
         if system.checks_encounters:
@@ -582,9 +626,14 @@ class _SplitMap:
         return z, combine(checks)
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
-        z, st = self.advance(system, self.enter(system, x, h), h)
-        x = self.leave(system, z, h)
-        return x, combine([st, ok_status(x)])
+        """C⁻¹ ∘ K ∘ C from (q, p) to (q, p), and its status."""
+        c = self._coordinates()
+        s = sequence(system, c, _to(system, c, x), h, self.ops(), 1.0)
+        x = _from(system, c, s)
+        checks = [ok_status(x)]
+        if system.checks_encounters:
+            checks.append(_encounter_status(system, x[0]))
+        return x, combine(checks)
 
     def preserved(self, system, x, h) -> dict:
         return kept(system, ("Px", "Py", "Pz", "Lx", "Ly", "Lz"), x)
