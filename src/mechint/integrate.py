@@ -133,9 +133,9 @@ def initial_carry(x0, batch: int | None, real):
 
 
 def _member_step(integrator: Integrator, batched: bool):
-    """``integrator.advance`` (its step, on the loop's state) over every member of a
+    """``integrator.loop_step`` (its step, on the loop's state) over every member of a
     batch (or the one state)."""
-    step = integrator.advance
+    step = integrator.loop_step
     return jax.vmap(step, in_axes=(None, 0, None)) if batched else step
 
 

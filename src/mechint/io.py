@@ -255,17 +255,23 @@ FAILURE_ATTRS = {
 }
 
 
-def dimension_coords(sizes: dict[str, int]) -> dict[str, tuple[np.ndarray, dict]]:
+def dimension_coords(sizes: dict[str, int], labels: dict | None = None
+                     ) -> dict[str, tuple[np.ndarray, dict]]:  # fmt: skip
     """Coordinates of every dimension but time: the batch member (from 0, as in the CSV
-    ``sample`` column) and the components (from 1, as in the CSV names ``m_1``...)."""
+    ``sample`` column) and the components (from 1, as in the CSV names ``m_1``...), or
+    the system's names for them (``labels``: ``System.dimension_labels``, the bodies)."""
     from mechint.systems.base import DIMENSIONS
 
     out = {}
     for dim, size in sizes.items():
         if dim == "time":
             continue
+        attrs = {"long_name": DIMENSIONS.get(dim, dim)}
+        if labels and dim in labels and len(labels[dim]) == size:
+            out[dim] = (np.asarray(labels[dim], dtype=str), attrs)
+            continue
         start = 0 if dim == "sample" else 1
-        out[dim] = (np.arange(start, start + size), {"long_name": DIMENSIONS.get(dim, dim)})
+        out[dim] = (np.arange(start, start + size), attrs)
     return out
 
 
@@ -297,10 +303,11 @@ def to_dataset(traj):
         elif name.startswith("stopped_"):
             data[name] = (member, a, FAILURE_ATTRS[name])
     coords = {"time": ("time", traj.t, describe(system, "time"))}
-    coords.update({d: (d, v, a) for d, (v, a) in dimension_coords(sizes).items()})
+    labels = system.dimension_labels()
+    coords.update({d: (d, v, a) for d, (v, a) in dimension_coords(sizes, labels).items()})
     attrs = {**global_attrs(), **metadata(traj)}
     for key, value in system.parameters().items():
-        attrs[key] = np.asarray(value, dtype=float)
+        attrs[key] = parameter_attr(value)
     import xarray as xr  # imported when used: 40 MB and 0.25 s a process otherwise
 
     return xr.Dataset(data, coords=coords, attrs=attrs)
@@ -411,8 +418,13 @@ def write_netcdf_slices(path: Path, system, attrs: dict, batched: bool, total: i
             dims.update(zip(tail_dims(system, name, member), np.shape(a), strict=True))
         fh.dimensions = dims
         fh.create_variable("time", ("time",), np.float64).attrs.update(describe(system, "time"))
-        for dim, (values, dim_attrs) in dimension_coords(dims).items():
-            fh.create_variable(dim, (dim,), values.dtype, data=values).attrs.update(dim_attrs)
+        for dim, (values, dim_attrs) in dimension_coords(dims, system.dimension_labels()).items():
+            if values.dtype.kind == "U":  # names (the bodies'): variable-length text
+                var = fh.create_variable(dim, (dim,), h5py.string_dtype())
+                var[...] = values.astype(object)
+            else:
+                var = fh.create_variable(dim, (dim,), values.dtype, data=values)
+            var.attrs.update(dim_attrs)
         for name, cdims in fields:
             var = fh.create_variable(name, lead + tuple(cdims), layout[name][0])
             var.attrs.update(describe(system, name))

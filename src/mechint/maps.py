@@ -289,9 +289,9 @@ class Integrator(abc.ABC):
     # ``integrate._loop_saves``, where every leaf of the state goes by columns).
     batch_unroll: ClassVar[int] = 1
     # A map may carry its own coordinates between the states a run shows: a run's loop
-    # starts from ``enter(x0)``, steps it by ``advance`` and shows ``leave`` of it (each
+    # starts from ``enter(x0)``, steps it by ``loop_step`` and shows ``leave`` of it (each
     # saved sample, an event's condition, the run's end), so that what ``leave`` applies
-    # is never fed back into the loop.  ``step`` is then leave ∘ advance ∘ enter, the map
+    # is never fed back into the loop.  ``step`` is then leave ∘ loop_step ∘ enter, the map
     # itself.  The Wisdom–Holman maps carry Jacobi (or heliocentric) coordinates, with
     # their symplectic corrector applied where a state is shown.  The loop's state has the
     # state's structure and shapes; a continued run starts from it
@@ -323,7 +323,7 @@ class Integrator(abc.ABC):
         """The state the loop's state z shows (``own_coordinates``; the identity here)."""
         return z
 
-    def advance(self, system, z, h) -> tuple[Any, StepStatus]:
+    def loop_step(self, system, z, h) -> tuple[Any, StepStatus]:
         """One step of the loop's state (``own_coordinates``; ``step`` here)."""
         return self.step(system, z, h)
 
@@ -333,7 +333,7 @@ class Integrator(abc.ABC):
         default steps the members of the stacked batch and splits the result; a map
         whose step is sums of a few vector fields may keep those sums on the columns,
         so that XLA fuses the whole step (``ExplicitRungeKutta``)."""
-        x_new, st = jax.vmap(self.advance, in_axes=(None, 0, None))(
+        x_new, st = jax.vmap(self.loop_step, in_axes=(None, 0, None))(
             system, from_columns(cols, like), h
         )
         return to_columns(x_new), st

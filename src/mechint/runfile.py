@@ -60,6 +60,7 @@ class Resumed:
     t0: float  # the time of sample 0
     tail: dict  # the end-of-run arrays as last written (failure record, compensation)
     batched: bool
+    scale0: dict = dataclasses.field(default_factory=dict)  # invariant_scales of sample 0
 
     def start(self, system) -> tuple[Any, Any, Any]:
         """Where the run continues: (state, attitude or None, compensation or None) at
@@ -114,12 +115,13 @@ class RunFile:
         if resumed is None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.digest, self.segments, self.merged, self.samples = io.Digest(), [], 0, 0
-            self.inv0, self.worst = None, {}
+            self.inv0, self.worst, self.scale0 = None, {}, {}
             self.skip = 0
         else:
             self.digest, self.segments = resumed.digest, list(resumed.segments)
             self.merged, self.samples = resumed.merged, resumed.samples
             self.inv0, self.worst = resumed.inv0, dict(resumed.worst)
+            self.scale0 = resumed.scale0
             self.t0 = resumed.t0
             self.tail = dict(resumed.tail)
             self.tail_on_file = _tail_key(self.tail)
@@ -149,6 +151,8 @@ class RunFile:
         index = np.arange(self.samples, self.samples + n, dtype=np.float64)
         arrays["time"] = self.t0 + self.h * (self.save_every * index)
         fields = {name for name, _ in io._fields(self.system, True)}
+        if self.inv0 is None:  # sample 0: the size of each invariant's terms there
+            self.scale0 = _scales0(self.system, arrays, axis)
         self._track({k: a for k, a in arrays.items() if k != "time" and k not in fields}, axis)
         self.pending.append({"arrays": arrays, "count": n})
         self.samples += n
@@ -200,7 +204,7 @@ class RunFile:
         values = {k: np.asarray(v, dtype=np.float64) for k, v in invariants.items()}
         if self.inv0 is None:
             self.inv0 = {k: _take(v, slice(0, 1), axis) for k, v in values.items()}
-        _worst(self.worst, values, self.inv0)
+        _worst(self.worst, values, self.inv0, self.scale0)
 
     def _write_segment(self) -> None:
         axis = 1 if self.batched else 0
@@ -321,7 +325,7 @@ class RunFile:
             variables = {k: fh.variables[k] for k in names}
             per = sum(int(np.prod(v.shape)) // max(merged, 1) for v in variables.values())
             step = max(1, SLICE_NUMBERS // max(per, 1))
-            inv0, worst = None, {}
+            inv0, worst, scale0 = None, {}, {}
             first: dict = {}
             last: dict = {}
             t0 = float(variables["time"][0])
@@ -347,7 +351,8 @@ class RunFile:
                         values[name] = np.asarray(part, dtype=np.float64)
                 if inv0 is None:
                     inv0 = {k: _take(v, slice(0, 1), axis) for k, v in values.items()}
-                _worst(worst, values, inv0)
+                    scale0 = _scales0(system, first, axis)
+                _worst(worst, values, inv0, scale0)
         found = digest.value(attrs)
         segments, samples = [], merged
         folder = segment_dir(Path(out))
@@ -372,11 +377,11 @@ class RunFile:
             last = {name: _take(arrays[name], slice(-1, None), axis) for name in fields}
             values = {k: np.asarray(v, np.float64) for k, v in arrays.items()
                       if k != "time" and k not in fields}  # fmt: skip
-            _worst(worst, values, inv0 or {})
+            _worst(worst, values, inv0 or {}, scale0)
             segments.append((path, meta["first"], meta["count"]))
             samples += meta["count"]
         return Resumed(attrs, found, samples, first, last, digest, segments, merged,
-                       inv0 or {}, worst, t0, tail, batched)  # fmt: skip
+                       inv0 or {}, worst, t0, tail, batched, scale0)  # fmt: skip
 
     @staticmethod
     def resume(out: Path, system, record: dict, x0, g0, parameter: str = "--resume") -> Resumed:
@@ -492,14 +497,27 @@ def _dims_shape(block, dims) -> tuple:
     return (k,) if dims else ()
 
 
-def _worst(worst: dict, values: dict, inv0: dict) -> None:
-    """The largest relative error of each invariant so far (``diagnostics.errors``; a
-    failed member's NaN samples are not counted: its failure is recorded apart)."""
+def _worst(worst: dict, values: dict, inv0: dict, scale0: dict | None = None) -> None:
+    """The largest relative error of each invariant so far (``diagnostics.errors``, with
+    the size of its terms at sample 0 where the system gives it; a failed member's NaN
+    samples are not counted: its failure is recorded apart)."""
     from mechint.diagnostics.invariants import errors
 
-    for k, err in errors(values, inv0).items():
+    for k, err in errors(values, inv0, scales=scale0).items():
         finite = err[np.isfinite(err)]
         worst[k] = max(worst.get(k, 0.0), float(np.max(finite)) if finite.size else 0.0)
+
+
+def _scales0(system, arrays: dict, axis: int) -> dict:
+    """``System.invariant_scales`` at sample 0 of ``arrays`` (the state fields by name,
+    their time axis kept), float64; {} for a system without them."""
+    from mechint.diagnostics.invariants import scales_at
+
+    names = [name for name, _ in system.state_fields]
+    if not all(k in arrays for k in names):
+        return {}
+    x = _tree(system, [_take(np.asarray(arrays[k]), slice(0, 1), axis) for k in names])
+    return scales_at(system, x)
 
 
 def _take(a, s: slice, axis: int):

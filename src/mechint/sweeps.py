@@ -464,7 +464,9 @@ def _assemble(exp: Experiment, results):
         "time": (("h", "save"), np.outer(exp.h, exp.save_every * np.arange(n_saves, dtype=float)),
                  io.describe(first, "time")),
     }  # fmt: skip
-    coords.update({d: (d, v, a) for d, (v, a) in io.dimension_coords(sizes).items()})
+    coords.update(
+        {d: (d, v, a) for d, (v, a) in io.dimension_coords(sizes, first.dimension_labels()).items()}
+    )
     for key, values in exp.grid.items():
         numbers = np.asarray([np.asarray(v, dtype=float) for v in values])
         about = {"long_name": f"swept parameter {key}", "units": "1"}

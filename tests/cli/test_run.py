@@ -525,3 +525,61 @@ def test_rigid_bodies_from_the_command_line_and_a_sweep(tmp_path, capsys):
     bad = [*argv[:6], "tests.systems.rigid_bodies_cases:nothing", *argv[7:]]
     code, _, err = _run(bad, capsys)
     assert code == 2 and "--potential" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_planetary_preset_and_a_bodies_file_run_and_name_the_bodies(tmp_path, capsys):
+    """--preset outer-solar-system runs HLW's outer solar system (its file's ``body``
+    coordinate holds the names, its first sample the preset's state); a bodies file of the
+    same bodies by positions and velocities starts from the same positions and ends within
+    round-off of it; one by orbital elements starts from ``from_elements``' state.  A bad
+    file, an unknown preset or a preset with the system's own options: one line, exit 2."""
+    common = ["--integrator", "wisdom-holman", "--h", "50", "--steps", "20", "--save-every",
+              "10", "--quiet"]  # fmt: skip
+    system, x0 = mi.systems.nbody.outer_solar_system()
+    names = system.names
+    assert names is not None
+    a, b = tmp_path / "a.nc", tmp_path / "b.nc"
+    code, _, err = invoke(["run", "--system", "nbody", "--preset", "outer-solar-system", *common,
+                           "--out", str(a)], capsys)  # fmt: skip
+    assert code == 0, err
+    m = np.asarray(system.masses)
+    rows = [{"name": n, "mass": float(mk), "q": q.tolist(), "v": (p / mk).tolist()}
+            for n, mk, q, p in zip(names, m, x0[0], x0[1], strict=True)]  # fmt: skip
+    (tmp_path / "oss.json").write_text(json.dumps({"G": float(system.G), "bodies": rows}))
+    code, _, err = invoke(["run", "--system", "nbody", "--bodies", str(tmp_path / "oss.json"),
+                           *common, "--out", str(b)], capsys)  # fmt: skip
+    assert code == 0, err
+    with xr.open_dataset(a) as da, xr.open_dataset(b) as db:
+        assert list(da["body"].values) == list(names) == list(db["body"].values)
+        assert np.array_equal(da["q"].values[0], x0[0]) and np.array_equal(db["q"].values[0], x0[0])
+        scale = np.max(np.abs(da["q"].values[-1]))
+        assert np.max(np.abs(da["q"].values[-1] - db["q"].values[-1])) < 1e-14 * scale
+    keys = ("a", "e", "i", "Omega", "omega", "M")
+    elements = {"frame": "heliocentric", "bodies": [
+        {"name": "star", "mass": 1.0},
+        {"name": "b", "mass": 1e-3, **dict(zip(keys, (1.0, 0.1, 0.1, 0.2, 0.3, 0.4), strict=True))},
+        {"name": "c", "mass": 0.0, **dict(zip(keys, (2.0, 0.2, 0.0, 0.0, 1.0, 2.0), strict=True))},
+    ]}  # fmt: skip
+    (tmp_path / "el.json").write_text(json.dumps(elements))
+    read, x1 = mi.systems.NBody.read_bodies(tmp_path / "el.json")
+    _, want = mi.systems.NBody.from_elements(
+        [1.0, 1e-3, 0.0], {"a": [1.0, 2.0], "e": [0.1, 0.2], "i": [0.1, 0.0],
+                           "Omega": [0.2, 0.0], "omega": [0.3, 1.0], "M": [0.4, 2.0]},
+        frame="heliocentric")  # fmt: skip
+    assert read.names == ("star", "b", "c") and read.n_test == 1
+    assert np.array_equal(x1[0], want[0]) and np.array_equal(x1[1], want[1])
+    (tmp_path / "bad.json").write_text('{"bodies": [{"mass": 1}, {"mass": "x", "q": [0, 0]}]}')
+    cases = [
+        (["--preset", "inner-solar-system"], "--preset"),
+        (["--preset", "outer-solar-system", "--masses", "1,1"], "--masses"),
+        (["--bodies", str(tmp_path / "bad.json")], "--bodies"),
+        (["--bodies", str(tmp_path / "missing.json")], "--bodies"),
+    ]
+    for extra, needle in cases:
+        code, _, err = invoke(["run", "--system", "nbody", *extra, *common, "--out",
+                               str(tmp_path / "c.nc")], capsys)  # fmt: skip
+        assert code == 2 and err.count("\n") == 1 and needle in err, (extra, err)
+        assert not (tmp_path / "c.nc").exists()
+    code, _, err = invoke([*BASE[:3], "--bodies", str(tmp_path / "oss.json"), *BASE[7:], "--out",
+                           str(tmp_path / "c.nc")], capsys)  # fmt: skip
+    assert code == 2 and "--bodies" in err and "does not apply" in err, err

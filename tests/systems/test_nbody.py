@@ -67,6 +67,26 @@ def test_invariants_and_the_outer_solar_system():
     assert float(d) == pytest.approx(min(dist), rel=1e-15) and {int(i), int(j)} == {0, 1}
 
 
+def test_a_barycentric_momentum_is_measured_against_the_size_of_its_terms():
+    """P = 0 to round-off (1e-19): its error is relative to Σ|p_i| (``invariant_scales``),
+    not to |P(x0)|, which would call the round-off of any step an error of order 1; L and
+    H keep their own sizes where those are larger.  The names label the bodies."""
+    system, x0 = outer_solar_system()
+    assert system.names == ("Sun", "Jupiter", "Saturn", "Uranus", "Neptune", "Pluto")
+    traj = mi.simulate(system, mi.integrators.StormerVerlet(), x0, 10.0, 20, 10)
+    err = mi.diagnostics.invariant_errors(system, traj)
+    sizes = system.invariant_scales(tuple(map(jnp.asarray, x0)))
+    assert set(sizes) == {"Px", "Py", "Pz", "Lx", "Ly", "Lz"}
+    p = np.asarray(x0[1])
+    assert float(sizes["Px"]) == pytest.approx(np.sum(np.abs(p[:, 0])), rel=1e-15)
+    for k in ("Px", "Py", "Pz"):
+        assert 0 < np.max(err[k]) < 1e-14, (k, err[k])
+        raw = mi.diagnostics.invariant_errors(system, traj, relative=False)[k]
+        # against |P(x0)| the round-off would read as an error of over 100 %
+        assert np.max(raw) > abs(float(system.invariants(x0)[k])), k
+    assert np.max(err["H"]) > 1e-9  # Störmer-Verlet's energy error, relative to |H|
+
+
 @pytest.mark.parametrize("frame", ["jacobi", "heliocentric"])
 def test_elements_round_trip_bound_and_unbound(frame):
     """from_elements then to_elements gives the elements back (a batch of two systems,

@@ -46,6 +46,14 @@ def state_options() -> dict[str, str]:
 def add_system_options(p: argparse.ArgumentParser) -> None:
     """--system, its parameters and its initial state (from the systems' tables)."""
     p.add_argument("--system", required=True, help="one of: " + ", ".join(systems.SYSTEMS))
+    presets = [
+        f"{name} ({owner})" for owner, cls in systems.SYSTEMS.items() for name in cls.presets
+    ]
+    p.add_argument("--preset", help="a named system with its initial state, in place of its "
+                   "parameters and state: " + ", ".join(presets))  # fmt: skip
+    p.add_argument("--bodies", help="nbody: a JSON file of the bodies (G, masses, names, and "
+                   "positions and velocities or orbital elements; systems.nbody.read_bodies) in "
+                   "place of the parameters and state")  # fmt: skip
     for name, text in parameter_options().items():
         p.add_argument(f"--{name}", help=text)
     for name, text in state_options().items():
@@ -67,9 +75,41 @@ def _value(args: argparse.Namespace, name: str):
     return getattr(args, name, None)
 
 
+def _preset(args: argparse.Namespace, cls) -> tuple[System, object] | None:
+    """(system, x0) of --preset or --bodies, or None where neither is given; no other
+    parameter or state option may come with them."""
+    preset, bodies = _value(args, "preset"), _value(args, "bodies")
+    if preset is None and bodies is None:
+        return None
+    option = "--preset" if preset is not None else "--bodies"
+    if preset is not None and bodies is not None:
+        raise InputError("--bodies", "give --preset or --bodies, not both")
+    for name in (*parameter_options(), *state_options()):
+        if _value(args, name) is not None:
+            raise InputError(f"--{name}", f"{option} gives the system and its state",
+                             f"leave --{name} out, or {option}")  # fmt: skip
+    if preset is not None:
+        if preset not in cls.presets:
+            known = ", ".join(cls.presets) or "none"
+            raise InputError("--preset", f"{cls.name} has no preset {preset!r}", f"one of: {known}")
+        return cls.presets[preset]()
+    read = getattr(cls, "read_bodies", None)
+    if read is None:
+        raise InputError("--bodies", f"does not apply to {cls.name}", "use it with nbody")
+    try:
+        return read(bodies)
+    except InputError as exc:
+        raise InputError("--bodies", exc.problem, exc.fix) from None
+
+
 def build_system(args: argparse.Namespace) -> System:
-    """The system named by --system with its parameters (errors name the option)."""
+    """The system named by --system with its parameters, or by --preset or --bodies with
+    its state (kept on ``args`` for ``initial_state``; errors name the option)."""
     cls = relabel("--system", systems.get, args.system)
+    given = _preset(args, cls)
+    if given is not None:
+        args.preset_state = given[1]
+        return given[0]
     table = {p.name: p for p in cls.parameter_table}
     for name in parameter_options():
         if _value(args, name) is not None and name not in table:
@@ -122,8 +162,14 @@ def _names(cls) -> set[str]:
     return {s.name for s in cls.state_options}
 
 
+def _preset_state(args: argparse.Namespace):
+    return getattr(args, "preset_state", None)
+
+
 def initial_state(args: argparse.Namespace, system: System):
-    """x0 and g0 (or None) from the options the system takes."""
+    """x0 and g0 (or None) from the options the system takes (or its preset)."""
+    if _preset_state(args) is not None:
+        return _preset_state(args), orientation(args, system)
     g0 = orientation(args, system)
     given = _given_state(args, system)
     return relabel_state(system.state_from_options, given, g0), g0
@@ -139,6 +185,8 @@ def relabel_state(fn, *a):
 
 def states_or_example(args: argparse.Namespace, system: System):
     """The state or batch the options give, or ``system.example_state()``."""
+    if _preset_state(args) is not None:
+        return _preset_state(args)
     given = _given_state(args, system)
     if not given:
         return system.example_state()
@@ -147,6 +195,8 @@ def states_or_example(args: argparse.Namespace, system: System):
 
 def one_state(args: argparse.Namespace, system: System):
     """The state the options give (one, not a batch), or ``system.example_state()``."""
+    if _preset_state(args) is not None:
+        return _preset_state(args)
     given = _given_state(args, system)
     if not given:
         return system.example_state()

@@ -220,7 +220,10 @@ def _chunk_seconds(every: float) -> float:
 
 
 def _summary(traj, writer: RunFile, plot: Path | None) -> None:
-    drift = ", ".join(f"max|Δ{k}|/|{k}| = {v:.2e}" for k, v in writer.worst.items())
+    # relative to |I(x0)|, or to the size of the terms I sums where that is larger (a
+    # barycentric momentum: System.invariant_scales)
+    drift = ", ".join(f"max|Δ{k}|/{'size' if k in writer.scale0 else f'|{k}|'} = {v:.2e}"
+                      for k, v in writer.worst.items())  # fmt: skip
     wall = traj.stats.get("wall_time", float("nan"))
     compiling = traj.stats.get("compile_time", 0.0)
     t_end = writer.t0 + writer.h * (writer.save_every * (writer.samples - 1))

@@ -39,10 +39,12 @@ second corrector (``corrector2``, Jacobi): each Z(a, b) = D(a) I(−b) D(−2a) 
 published coefficients.  ``step`` is C⁻¹ ∘ K ∘ C, with C⁻¹ the corrector with the kicks'
 signs flipped (the inverse to the corrector's order), as REBOUND's WHFast in its safe mode
 takes one step.  A run's loop carries the kernel's coordinates instead
-(``Integrator.own_coordinates``: ``enter`` applies C once, ``advance`` is the kernel K,
-``leave`` applies C⁻¹ to each state the run shows: a saved sample, an event's condition,
-its end), so that neither the corrector nor the change of coordinates is fed back into
-the loop; REBOUND's WHFast takes its steps so with ``safe_mode = 0``.
+(``Integrator.own_coordinates``; ``_SplitMap``): ``enter`` applies C once, ``loop_step``
+is the kernel rotated so that adjacent drifts merge (one Kepler drift per standard step),
+``leave`` undoes the rotation and applies C⁻¹ to each state the run shows (a saved
+sample, an event's condition, its end), so that neither the corrector nor the change of
+coordinates is fed back into the loop; REBOUND's WHFast takes its steps so with
+``safe_mode = 0``.
 
 ``SABA(n)``: Laskar & Robutel's (2001, CeMDA 80, 39) near-integrable splittings SABA₁…₄
 and their correctors (``corrected=True``: the kick of cc h³ J at both ends of the step,
@@ -570,7 +572,7 @@ class _SplitMap:
     A⁻¹ ∘ (A ∘ B)^n ∘ A, and A ∘ B starts and ends with a drift, which merge (the Kepler
     flow is a one-parameter group): the standard kernel D(h/2) I(h) D(h/2) takes one
     Kepler drift per step, not two (REBOUND's WHFast with ``safe_mode = 0``).  ``enter``
-    is A ∘ C, ``advance`` A ∘ B, ``leave`` C⁻¹ ∘ A⁻¹: the change of coordinates, the
+    is A ∘ C, ``loop_step`` A ∘ B, ``leave`` C⁻¹ ∘ A⁻¹: the change of coordinates, the
     corrector and the half drift are applied where a state is shown, never fed back into
     the loop."""
 
@@ -613,7 +615,7 @@ class _SplitMap:
                      -_drifts(lead))  # fmt: skip
         return _from(system, c, s)
 
-    def advance(self, system, z, h) -> tuple[object, StepStatus]:
+    def loop_step(self, system, z, h) -> tuple[object, StepStatus]:
         """One step of the loop (the kernel rotated, A ∘ B) and its status: not finite,
         or (where the system declares an encounter distance) two bodies closer than it."""
         c = self._coordinates()

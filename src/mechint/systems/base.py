@@ -106,6 +106,9 @@ class System(abc.ABC):
     # long names of the state fields and invariants (``long_name``): each class names its
     # own, merged along the class hierarchy
     descriptions: ClassVar[dict[str, str]] = {"H": "energy (the Hamiltonian)"}
+    # named systems with their states: name → a function returning (system, x0)
+    # (``mechint run --preset NAME``)
+    presets: ClassVar[dict[str, Callable[[], tuple[Any, Any]]]] = {}
     parameter_table: ClassVar[tuple[Parameter, ...]] = ()
     state_options: ClassVar[tuple[StateOption, ...]] = ()
     momentum_maps: ClassVar[tuple[str, ...]] = ()
@@ -135,6 +138,12 @@ class System(abc.ABC):
     def invariants(self, x, /) -> dict[str, Any]: ...
 
     def casimirs(self, x, /) -> dict[str, Any]:
+        return {}
+
+    def invariant_scales(self, x, /) -> dict[str, Any]:
+        """The size of the terms an invariant sums at x, by name, for those whose sum
+        may cancel (a barycentric momentum is 0): their errors are measured relative to
+        the larger of |I(x_0)| and this (``diagnostics.errors``).  None by default."""
         return {}
 
     @classmethod
@@ -190,6 +199,11 @@ class System(abc.ABC):
     def example_state(self) -> Any:
         """A fixed, generic state (no symmetry, moderate size): ``check``/``compare``'s
         default and the tests' generic state."""
+
+    def dimension_labels(self) -> dict[str, list[str]]:
+        """Names for the entries of a state dimension (files use them as its coordinate:
+        ``NBody``'s bodies), by dimension; none by default."""
+        return {}
 
     def state_from_options(self, given: dict[str, np.ndarray], frame=None) -> Any:
         """The initial state from the ``state_options`` given (name → numbers);

@@ -109,14 +109,16 @@ def ordered_cumsum(a, axis: int = -2, reverse: bool = False):
 
 
 @final
-@register_pytree(data=("masses", "G", "encounter"), meta=("dof", "n_test", "checks_encounters"))
+@register_pytree(data=("masses", "G", "encounter"),
+                 meta=("dof", "n_test", "checks_encounters", "names"))  # fmt: skip
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class NBody(Separable):
     r"""N point masses under Newton's gravity (the module docstring); ``masses`` (N,)
     with the central body first and test particles (mass 0) last, ``G`` the constant of
     gravity in the units of the masses, lengths and times used, ``encounter`` a distance
     below which a pair's approach fails the step of a Wisdom–Holman map (None: no such
-    check).  Masses and G may be traced (``jax.grad`` with respect to them)."""
+    check).  Masses and G may be traced (``jax.grad`` with respect to them).  ``names``:
+    the bodies' names, in order (files label the ``body`` dimension with them)."""
 
     descriptions: ClassVar[dict[str, str]] = {
         "q": "position (inertial frame)",
@@ -135,6 +137,7 @@ class NBody(Separable):
     encounter: Float[Array, ""]
     n_test: int
     checks_encounters: bool
+    names: tuple[str, ...] | None
 
     name: ClassVar[str] = "nbody"
     state_fields = (("q", ("body", "xyz")), ("p", ("body", "xyz")))
@@ -158,8 +161,10 @@ class NBody(Separable):
     )
     momentum_maps: ClassVar[tuple[str, ...]] = ("Px", "Py", "Pz", "Lx", "Ly", "Lz")
 
-    def __init__(self, masses, G=1.0, encounter=None, *, test_particles: int | None = None):
+    def __init__(self, masses, G=1.0, encounter=None, *, test_particles: int | None = None,
+                 names=None):  # fmt: skip
         m, n_test = _masses(masses, test_particles)
+        object.__setattr__(self, "names", _names(names, int(m.shape[0])))
         object.__setattr__(self, "masses", jnp.asarray(m))
         object.__setattr__(self, "G", jnp.asarray(positive_scalar("G", G)))
         object.__setattr__(self, "checks_encounters", encounter is not None)
@@ -194,7 +199,12 @@ class NBody(Separable):
         out = {"masses": [float(v) for v in np.asarray(self.masses)], "G": float(self.G)}
         if self.checks_encounters:
             out["encounter"] = float(self.encounter)
+        if self.names is not None:
+            out["names"] = list(self.names)
         return out
+
+    def dimension_labels(self) -> dict[str, list[str]]:
+        return {} if self.names is None else {"body": list(self.names)}
 
     # --- the Hamiltonian and its pieces ---------------------------------------------
     def inertia_weights(self, dtype=None):
@@ -260,6 +270,21 @@ class NBody(Separable):
         L = jnp.sum(jnp.cross(q[..., :nm, :], p[..., :nm, :]), axis=-2)
         return {"Px": P[..., 0], "Py": P[..., 1], "Pz": P[..., 2],
                 "Lx": L[..., 0], "Ly": L[..., 1], "Lz": L[..., 2]}  # fmt: skip
+
+    def invariant_scales(self, x) -> dict:
+        """The size of the terms the momentum maps sum (``System.invariant_scales``):
+        Σ|p_i| per component for P, Σ(|q_i,b p_i,c| + |q_i,c p_i,b|) for L: their errors
+        are relative to these where the sums cancel (a barycentric P is 0 to round-off,
+        a nearly planar system's Lx and Ly nearly 0).  H's are relative to |H|."""
+        q, p = x
+        nm = self.n_massive
+        qm, pm = q[..., :nm, :], p[..., :nm, :]
+        P = jnp.sum(jnp.abs(pm), axis=-2)
+        pairs = ((1, 2), (2, 0), (0, 1))
+        L = [jnp.sum(jnp.abs(qm[..., b] * pm[..., c]) + jnp.abs(qm[..., c] * pm[..., b]), axis=-1)
+             for b, c in pairs]  # fmt: skip
+        return {"Px": P[..., 0], "Py": P[..., 1], "Pz": P[..., 2],
+                "Lx": L[0], "Ly": L[1], "Lz": L[2]}  # fmt: skip
 
     def centre_of_mass(self, q):
         """R = Σ m_i q_i / Σ m_i (the massive bodies; test particles weigh nothing)."""
@@ -347,7 +372,7 @@ class NBody(Separable):
     # --- elements -------------------------------------------------------------------
     @staticmethod
     def from_elements(masses, elements: Mapping, G=1.0, frame: str = "jacobi",
-                      encounter=None) -> tuple[NBody, tuple]:  # fmt: skip
+                      encounter=None, names=None) -> tuple[NBody, tuple]:  # fmt: skip
         """(the system, its barycentric state) from the orbital elements of bodies
         1..N−1 (``elements``: a mapping of arrays of N−1 values, or of (B, N−1) for a
         batch of states): ``a`` (or ``P``, the period), ``e``, ``i``, ``Omega``,
@@ -356,10 +381,16 @@ class NBody(Separable):
         is accepted for test particles and planets alike.  ``frame``: "jacobi" (each
         orbit about the centre of mass of the bodies before it, μ = G(m_0 + … + m_k))
         or "heliocentric" (about body 0, μ = G(m_0 + m_k)).  Units: those of G (for
-        ``GAUSS_G``: AU, days, solar masses)."""
-        system = NBody(masses, G, encounter)
+        ``GAUSS_G``: AU, days, solar masses).  ``names``: the bodies' names."""
+        system = NBody(masses, G, encounter, names=names)
         x0 = state_from_elements(np.asarray(system.masses), elements, G, frame)
         return system, x0
+
+    @staticmethod
+    def read_bodies(path) -> tuple[NBody, tuple]:
+        """(the system, its state) from a JSON bodies file (``read_bodies``; ``mechint run
+        --system nbody --bodies FILE``)."""
+        return read_bodies(path)
 
     def to_elements(self, x, frame: str = "jacobi") -> dict:
         """The osculating elements of bodies 1..N−1 of state ``x`` (the inverse of
@@ -583,10 +614,109 @@ def outer_solar_system(encounter=None) -> tuple[NBody, tuple[np.ndarray, np.ndar
     q, v = np.array(_OSS_Q), np.array(_OSS_V)
     q = q - np.sum(m[:, None] * q, axis=0) / np.sum(m)
     v = v - np.sum(m[:, None] * v, axis=0) / np.sum(m)
-    return NBody(m, GAUSS_G, encounter), (q, m[:, None] * v)
+    return NBody(m, GAUSS_G, encounter, names=_OSS_NAMES), (q, m[:, None] * v)
 
 
 BODIES = {"outer-solar-system": _OSS_NAMES}
+# named systems with their states (``mechint run --system nbody --preset NAME``)
+NBody.presets = {"outer-solar-system": outer_solar_system}
 
 
-__all__ = ["BODIES", "GAUSS_G", "NBody", "outer_solar_system"]
+def read_bodies(path) -> tuple[NBody, tuple[np.ndarray, np.ndarray]]:
+    """(the system, its state) from a bodies file (``mechint run --bodies FILE``), JSON:
+
+        {"G": 2.95912208286e-4, "encounter": 0.01,            (both optional)
+         "frame": "jacobi",                                    (elements: jacobi or heliocentric)
+         "bodies": [{"name": "Sun", "mass": 1.0, "q": [0, 0, 0], "v": [0, 0, 0]},
+                    {"name": "Jupiter", "mass": 9.5e-4, "q": [...], "v": [...]}, ...]}
+
+    Each body has a mass and either a position ``q`` and velocity ``v`` (every body, the
+    frame inertial) or, for every body but the first, orbital elements ``a`` (or ``P``),
+    ``e``, ``i``, ``Omega``, ``omega`` and ``M`` (or ``lam`` or ``tp``), radians, as
+    ``NBody.from_elements`` takes them (the state is then barycentric).  ``name`` is
+    optional.  Units: those of G (default 1)."""
+    import json
+    from pathlib import Path
+
+    where = Path(path)
+    if not where.is_file():
+        raise InputError("bodies", f"no such file: {str(path)[:200]}", "give a JSON bodies file")
+    if where.stat().st_size > _BODIES_BYTES:
+        raise InputError("bodies", f"{where.name} is larger than {_BODIES_BYTES >> 20} MB")
+    try:
+        data = json.loads(where.read_text())
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError("bodies", f"{where.name} is not JSON: {str(exc)[:120]}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("bodies"), list):
+        raise InputError("bodies", "expected an object with a list 'bodies'",
+                         'e.g. {"G": 1, "bodies": [{"mass": 1, "q": [0, 0, 0], '
+                         '"v": [0, 0, 0]}, ...]}')  # fmt: skip
+    bodies = data["bodies"]
+    if len(bodies) < 2 or not all(isinstance(b, dict) for b in bodies):
+        raise InputError("bodies", "give at least two bodies, each an object with a 'mass'")
+    known = {"name", "mass", "q", "v", *_ELEMENT_KEYS}
+    for k, b in enumerate(bodies):
+        extra = set(b) - known
+        if extra:
+            raise InputError("bodies", f"body {k}: unknown key {sorted(extra)[0]!r}",
+                             f"keys: {', '.join(sorted(known))}")  # fmt: skip
+        if "mass" not in b:
+            raise InputError("bodies", f"body {k} has no 'mass'")
+    names = [str(b.get("name", f"body {k}")) for k, b in enumerate(bodies)]
+    masses = [_number(b["mass"], f"body {k}: mass") for k, b in enumerate(bodies)]
+    G = _number(data.get("G", 1.0), "G")
+    encounter = data.get("encounter")
+    encounter = None if encounter is None else _number(encounter, "encounter")
+    cartesian = ["q" in b or "v" in b for b in bodies]
+    if all(cartesian):
+        q = np.array([_vector(b.get("q"), f"body {k}: q") for k, b in enumerate(bodies)])
+        v = np.array([_vector(b.get("v"), f"body {k}: v") for k, b in enumerate(bodies)])
+        system = NBody(masses, G, encounter, names=names)
+        w = np.asarray(system.inertia_weights()).reshape(-1, 1)
+        return system, system.validate_state((q, w * v), "bodies")[0]
+    if any(cartesian[1:]) or set(bodies[0]) - {"name", "mass", "q", "v"}:
+        raise InputError("bodies", "give every body q and v, or the first a mass only and "
+                         "every other its orbital elements")  # fmt: skip
+    elements: dict[str, list[float]] = {}
+    for k, b in enumerate(bodies[1:], start=1):
+        for key in set(b) & set(_ELEMENT_KEYS):
+            elements.setdefault(key, []).append(_number(b[key], f"body {k}: {key}"))
+    counts = {key: len(v) for key, v in elements.items()}
+    if any(n != len(bodies) - 1 for n in counts.values()):
+        raise InputError("bodies", "every body but the first needs the same elements",
+                         f"got counts {counts}")  # fmt: skip
+    frame = str(data.get("frame", "jacobi"))
+    return NBody.from_elements(masses, elements, G, frame, encounter, names=names)
+
+
+_BODIES_BYTES = 16 << 20  # a bodies file larger than this is refused before it is read
+_ELEMENT_KEYS = ("a", "P", "e", "i", "Omega", "omega", "M", "lam", "tp")
+
+
+def _number(value, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError("bodies", f"{what}: expected a number, got {str(value)[:60]!r}")
+    return float(value)
+
+
+def _vector(value, what: str) -> list[float]:
+    if not isinstance(value, list) or len(value) != 3:
+        raise InputError("bodies", f"{what}: expected 3 numbers, got {str(value)[:60]!r}")
+    return [_number(c, what) for c in value]
+
+
+def _names(names, n: int) -> tuple[str, ...] | None:
+    """The bodies' names checked: n distinct, non-empty strings (or None)."""
+    if names is None:
+        return None
+    if isinstance(names, str) or not all(isinstance(x, str) and x for x in names):
+        raise InputError("names", "expected a list of non-empty strings, one per body")
+    out = tuple(names)
+    if len(out) != n:
+        raise InputError("names", f"expected {n} names (one per body), got {len(out)}")
+    if len(set(out)) != n:
+        raise InputError("names", "the names must differ")
+    return out
+
+
+__all__ = ["BODIES", "GAUSS_G", "NBody", "outer_solar_system", "read_bodies"]
