@@ -30,7 +30,7 @@ def _jacobi(m, eta, x):
 def _inertial(m, eta, R, rel):
     """The inverse of ``_jacobi``: X_{i−1} = X_i − m_i r_i / η_i, x_i = r_i + X_{i−1}."""
     n = len(m)
-    x = [None] * n
+    x: list = [None] * n
     X = R
     for i in range(n - 1, 0, -1):
         X = _add(X, _scale(m[i] / eta[i], rel[i - 1]), -1)

@@ -208,7 +208,7 @@ def test_gradients_through_a_run_reverse_equals_forward():
         q = [[mp.mpf(float(a)) + eps * float(b) for a, b in zip(qa, qb, strict=True)]
              for qa, qb in zip(x0[0], dq, strict=True)]  # fmt: skip
         v = [[mp.mpf(float(c)) / mk for c in pk] for pk, mk in zip(x0[1], m, strict=True)]
-        qT = wisdom_holman(m, q, v, 0.05, 20)
+        qT: list = wisdom_holman(m, q, v, 0.05, 20)
         return mp.fsum(qT[i][c] * float(probe[i, c]) for i in range(3) for c in range(3))
 
     with mp.workdps(60):
