@@ -281,8 +281,9 @@ def _solve_impl(r0, eta, zeta, beta, mu, t):
     tau = t * scale / r0
     # Two starters (parabolic cubic and conic); keep the one with the smaller Newton step.
     sig_a, sig_b = _starter(b, eta_n, tau)
-    fa, f1a, _ = _laguerre_terms(sig_a, b, eta_n, zeta_n, tau)
-    fb, f1b, _ = _laguerre_terms(sig_b, b, eta_n, zeta_n, tau)
+    # both starters in one evaluation (one Stumpff evaluation compiled, not two)
+    f, f1, _ = _laguerre_terms(jnp.stack([sig_a, sig_b]), b, eta_n, zeta_n, tau)
+    fa, fb, f1a, f1b = f[0], f[1], f1[0], f1[1]
     step_a = jnp.where(jnp.isfinite(fa) & jnp.isfinite(f1a), jnp.abs(fa / f1a), jnp.inf)
     step_b = jnp.where(jnp.isfinite(fb) & jnp.isfinite(f1b), jnp.abs(fb / f1b), jnp.inf)
     pick_a = step_a < step_b
@@ -319,10 +320,10 @@ def _solve_jvp(primals, tangents):
     s, s_lo = _solve(*primals)
 
     def resid(*p):
-        return _residual(s, *p)[0]
+        return _residual(s, *p)
 
-    _, df = jax.jvp(resid, (r0, eta, zeta, beta, t), (dr0, deta, dzeta, dbeta, dt))
-    _, r = _residual(s, r0, eta, zeta, beta, t)
+    # F's change with the inputs and F' = r, from one evaluation of the residual
+    (_, r), (df, _) = jax.jvp(resid, (r0, eta, zeta, beta, t), (dr0, deta, dzeta, dbeta, dt))
     return (s, s_lo), (-df / r, jnp.zeros_like(s_lo))
 
 

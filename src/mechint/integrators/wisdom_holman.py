@@ -468,8 +468,9 @@ def run(system: NBody, coordinates: str, x, h, fractions, kind, kinds):
     return x, ok_status(x)
 
 
-# sequences of at most this many rows run as straight-line code, longer ones as a loop
-_UNROLLED = 3
+# a sequence of one row (a kernel of one kick, rotated) runs as straight-line code, longer
+# ones as a loop (each operation compiled once: a Kepler drift compiles in ~0.9 s)
+_UNROLLED = 1
 
 
 def _run(system: NBody, coordinates: str, s: _State, h, fractions, kind, kinds) -> _State:
