@@ -80,3 +80,16 @@ def test_non_finite_defects_are_no_verdict_and_exit_1(capsys):
     code, out, err = _check("--system euler-top --inertia 3,2,1 --integrator kahan --h 1e308",
                             capsys)  # fmt: skip
     assert code == 1 and "failed (" in out and "Traceback" not in err
+
+
+def test_check_of_a_planetary_preset_reads_round_off_as_round_off(capsys):
+    """HLW's outer solar system (Pluto's mass 7.7e-9: dq/dp = h/m reaches 1e7; P = 0 to
+    round-off): the Wisdom–Holman map's symplectic defect and its momenta are exact to
+    round-off, measured against the size of the terms they sum, not against 1 or |P|."""
+    code, out, err = invoke(["check", "--system", "nbody", "--preset", "outer-solar-system",
+                             "--integrator", "wisdom-holman"], capsys)  # fmt: skip
+    assert code == 0, err
+    lines = out.splitlines()
+    for name in ("symplectic", *(f"momentum {k}" for k in ("Px", "Py", "Pz", "Lx", "Ly", "Lz"))):
+        row = next(line for line in lines if line.startswith(name + " "))
+        assert row.endswith("exact (round-off)"), row

@@ -4,7 +4,8 @@ Each defect measures one property of Φ_h at one state x:
 
 - ``energy_defect``: |H(Φ(x)) − H(x)| / |H(x)|;
 - ``casimir_defects``: the same for each Casimir (dict);
-- ``momentum_defect``: the same for each momentum map the system names (dict);
+- ``momentum_defect``: the same for each momentum map the system names (dict), relative
+  to the size of its terms where that is larger (``System.invariant_scales``);
 - ``reversibility_defect``: max |Φ_{−h}(Φ_h(x)) − x| in the system's coordinates;
 - ``structure.poisson_defect`` / ``structure.symplectic_defect``: the map's Jacobian.
 
@@ -23,6 +24,7 @@ import jax
 import numpy as np
 
 from mechint.diagnostics.fit import fit_power_law
+from mechint.diagnostics.invariants import scales_at
 from mechint.diagnostics.onestep import one_step, raise_if_failed
 from mechint.diagnostics.order import flatten_state
 from mechint.errors import StepFailure, UnsupportedError
@@ -38,10 +40,13 @@ def step(system: System, integrator: Integrator, x, h):
     return jax.tree.map(lambda a: a[0], out.y)
 
 
-def relative(before, after) -> np.ndarray:
-    """|after − before| / |before| (absolute where before = 0), elementwise."""
+def relative(before, after, size=None) -> np.ndarray:
+    """|after − before| / |before| (absolute where before = 0), elementwise; relative to
+    ``size`` where that is larger (the size of the terms an invariant sums,
+    ``System.invariant_scales``: a barycentric momentum is 0 to round-off)."""
     b, a = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
-    return np.abs(a - b) / np.where(b != 0.0, np.abs(b), 1.0)
+    scale = np.abs(b) if size is None else np.maximum(np.abs(b), np.asarray(size, dtype=float))
+    return np.abs(a - b) / np.where(scale != 0.0, scale, 1.0)
 
 
 def _forward(system, integrator, x, h):
@@ -72,7 +77,9 @@ def momentum_defect(system: System, integrator: Integrator, x, h) -> dict[str, f
             "system", f"{type(system).__name__} names no momentum map (momentum_maps)"
         )
     out = _forward(system, integrator, x, h)
-    return {k: float(relative(out.before[k], out.after[k][0])) for k in system.momentum_maps}
+    sizes = scales_at(system, x)
+    return {k: float(relative(out.before[k], out.after[k][0], sizes.get(k)))
+            for k in system.momentum_maps}  # fmt: skip
 
 
 def reversibility_defect(system: System, integrator: Integrator, x, h) -> float:

@@ -20,6 +20,7 @@ import numpy as np
 
 from mechint import _validate
 from mechint.diagnostics import defects, structure
+from mechint.diagnostics.invariants import scales_at
 from mechint.diagnostics.onestep import failures, one_step
 from mechint.diagnostics.order import flatten_state
 from mechint.maps import Integrator
@@ -73,8 +74,10 @@ def check(
         values, _ = structure.poisson_defects(system, integrator, x, hs)
         items.append(("Poisson", values, "absolute", failed))
 
-    def rel(before, after):
-        return np.where(ok, defects.relative(before, after), np.nan)
+    sizes = scales_at(system, x)  # the size of the terms of an invariant that may cancel
+
+    def rel(before, after, name=None):
+        return np.where(ok, defects.relative(before, after, sizes.get(name)), np.nan)
 
     if "energy" in out.before:
         items.append(("energy H", rel(out.before["energy"], out.after["energy"]),
@@ -85,14 +88,14 @@ def check(
             items.append((f"Casimir {name}", rel(out.before[key], out.after[key]),
                           "relative", failed))  # fmt: skip
     for name in system.momentum_maps:
-        items.append((f"momentum {name}", rel(out.before[name], out.after[name]),
+        items.append((f"momentum {name}", rel(out.before[name], out.after[name], name),
                       "relative", failed))  # fmt: skip
     listed = {"energy", *system.momentum_maps, *system.casimirs(x)}
     if isinstance(system, HamiltonianSystem):
         listed.add(system.energy_name)
     for name in out.before:  # the other first integrals (a Lax spectrum, m3, K, ...)
         if not name.startswith("casimir ") and name not in listed:
-            items.append((f"integral {name}", rel(out.before[name], out.after[name]),
+            items.append((f"integral {name}", rel(out.before[name], out.after[name], name),
                           "relative", failed))  # fmt: skip
     x0 = flatten_state(system, x)
     back = np.stack([flatten_state(system, jax.tree.map(lambda a, i=i: a[i], out.back))
@@ -102,7 +105,7 @@ def check(
     own = set(out.before)
     for name in out.kept_before:
         if name not in own:
-            values = rel(out.kept_before[name], out.kept_after[name])
+            values = rel(out.kept_before[name], out.kept_after[name], name)
             items.append((f"kept {name}", values, "relative", failed))
     rows = []
     for name, values, kind, bad in items:

@@ -8,7 +8,8 @@ where ``poisson_tensor`` is given.  Forward mode differentiates through implicit
 (``onestep.jacobians``); a failed step raises ``StepFailure``.
 
 - ``poisson_defect``: max |DΦ(z) Π(z) DΦ(z)ᵀ − Π(Φ(z))|  (0 for a Poisson map);
-- ``symplectic_defect``: max |DΦᵀ 𝕁 DΦ − 𝕁| for canonical systems (Π = 𝕁 constant).
+- ``symplectic_defect``: max |DΦᵀ 𝕁 DΦ − 𝕁| for canonical systems (Π = 𝕁 constant),
+  each entry relative to max(1, (|DΦ|ᵀ|𝕁||DΦ|)) (its round-off's scale).
 """
 
 from __future__ import annotations
@@ -57,14 +58,21 @@ def _poisson_residual(system, z, z1, D):
 
 
 def _symplectic_residual(system, z, D):
+    """max over entries of |DΦᵀ𝕁DΦ − 𝕁| over max(1, the same sum of |products|): the
+    round-off of an entry is relative to the terms it sums, which a badly scaled state
+    makes large (dq/dp = h/m for a body of mass 1e-8)."""
     Jc = system.poisson_tensor(system.from_coordinates(z))
-    return jnp.max(jnp.abs(jnp.swapaxes(D, -1, -2) @ Jc @ D - Jc), axis=(-2, -1))
+    A = jnp.abs(D)
+    size = jnp.swapaxes(A, -1, -2) @ jnp.abs(Jc) @ A
+    defect = jnp.abs(jnp.swapaxes(D, -1, -2) @ Jc @ D - Jc) / jnp.maximum(1.0, size)
+    return jnp.max(defect, axis=(-2, -1))
 
 
 def symplectic_defects(
     system: System, integrator: Integrator, x, hs
 ) -> tuple[np.ndarray, StepStatus]:
-    """max |DΦᵀ 𝕁 DΦ − 𝕁| for each h in ``hs`` (canonical systems; NaN where it failed)."""
+    """max |DΦᵀ 𝕁 DΦ − 𝕁| for each h in ``hs``, each entry relative to the size of the
+    products it sums where that exceeds 1 (canonical systems; NaN where it failed)."""
     if not isinstance(system, Canonical):
         raise UnsupportedError(
             "system",
