@@ -77,7 +77,9 @@ def check(
     sizes = scales_at(system, x)  # the size of the terms of an invariant that may cancel
 
     def rel(before, after, name=None):
-        return np.where(ok, defects.relative(before, after, sizes.get(name)), np.nan)
+        return np.where(
+            ok, defects.relative(before, after, sizes.get(name) if name else None), np.nan
+        )
 
     if "energy" in out.before:
         items.append(("energy H", rel(out.before["energy"], out.after["energy"]),
