@@ -542,13 +542,44 @@ def item57_5(d):
     return [p.returncode == 0 and p.stdout.strip() == "1"]
 
 
+_TYPES = """
+import mechint as mi
+k = mi.systems.Kepler()
+x0 = k.periapsis_state(0.5)
+cases = [({"events": [mi.Event(lambda t, x: x[0][1] > 0)]}, "events"),
+         ({"events": [mi.Event(lambda t, x: x[0][1] + 1j)]}, "events"),
+         ({"max_events": "abc"}, "max_events"), ({"max_events": -5}, "max_events"),
+         ({"save_at": [0.5 + 0.1j]}, "save_at"), ({"save_at": [True]}, "save_at")]
+for kw, name in cases:
+    try:
+        mi.simulate(k, mi.integrators.StormerVerlet(), x0, 0.01, 100, **kw)
+        print(0)
+    except mi.InputError as exc:
+        print(int(exc.parameter == name))
+    except Exception:
+        print(0)
+"""
+
+
+def item57_3_20(d):
+    """A boolean or complex event condition, a max_events that is no positive integer
+    (with or without events), boolean or complex save times: each an ``InputError``
+    naming its parameter (before: 0 or 2 crossings silently, a ValueError, accepted, or
+    read as real times)."""
+    p = subprocess.run([sys.executable, "-c", _TYPES], capture_output=True, text=True,
+                       timeout=LIMIT)  # fmt: skip
+    marks = p.stdout.split()
+    return [p.returncode == 0 and len(marks) == 6 and m == "1" for m in marks] or [False]
+
+
 ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,
          "3 no resource check": item3, "4 resume trusts the file": item4,
          "5 two runs on one --out": item5, "6 NaN verdicts": item6, "7 scheduler": item7,
          "8 tracebacks": item8, "9 silently accepted": item9,
          "10 issue 36 (part)": item10, "11 issue 36 (rest)": item11,
          "57.1 section over a run's file": item57_1,
-         "57.5 a terminal stop written as complete": item57_5}  # fmt: skip
+         "57.5 a terminal stop written as complete": item57_5,
+         "57.3, 57.20 conditions, max_events, save times of a wrong type": item57_3_20}  # fmt: skip
 
 
 def main(quick: bool = False) -> None:

@@ -275,6 +275,14 @@ def test_crossings_are_written_to_files_and_checksummed(tmp_path):
         ({"save_at": [[1.0]]}, "save_at"),
         ({"save_at": [np.nan]}, "save_at"),
         ({"save_at": [1.0], "save_every": 10}, "save_every"),
+        # issue 57 items 3 and 20: a comparison or a complex number is no condition;
+        # max_events checked with or without events; booleans or complex numbers no times
+        ({"events": [Event(lambda t, x: x[0][0] > 0)]}, "events"),
+        ({"events": [Event(lambda t, x: x[0][0] + 1j)]}, "events"),
+        ({"max_events": "abc"}, "max_events"),
+        ({"max_events": -5}, "max_events"),
+        ({"save_at": [1.0 + 0.5j]}, "save_at"),
+        ({"save_at": [True]}, "save_at"),
     ],
 )
 def test_bad_events_and_save_times_are_refused_before_any_step(kwargs, parameter):

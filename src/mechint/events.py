@@ -148,8 +148,11 @@ def check_events(events, system, x0, batched: bool, max_events) -> tuple[tuple[E
     """``events`` as a tuple of Events with distinct names, each condition returning a
     scalar for this system's state (checked by tracing it once, no numbers computed);
     ``max_events`` a positive int.  ``InputError`` naming the parameter otherwise."""
+    cap = MAX_EVENTS if max_events is None else max_events
+    if isinstance(cap, bool) or not isinstance(cap, int | np.integer) or cap < 1:
+        raise InputError("max_events", f"must be a positive integer, got {max_events!r}"[:200])
     if events is None:
-        return (), int(max_events or MAX_EVENTS)
+        return (), int(cap)
     if isinstance(events, Event):
         events = (events,)
     if not isinstance(events, Sequence) or not all(isinstance(e, Event) for e in events):
@@ -161,9 +164,6 @@ def check_events(events, system, x0, batched: bool, max_events) -> tuple[tuple[E
     keys = [e.key for e in events]
     if len(set(keys)) != len(keys):
         raise InputError("events", f"two events have the same name ({keys})", "give each a name=")
-    cap = MAX_EVENTS if max_events is None else max_events
-    if isinstance(cap, bool) or not isinstance(cap, int | np.integer) or cap < 1:
-        raise InputError("max_events", f"must be a positive integer, got {max_events!r}")
     one = jax.tree.map(lambda a: a[0], x0) if batched else x0
     spec = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a), jnp.result_type(a)), one)
     t = jax.ShapeDtypeStruct((), jax.tree.leaves(spec)[0].dtype)
@@ -181,6 +181,13 @@ def check_events(events, system, x0, batched: bool, max_events) -> tuple[tuple[E
             raise InputError(
                 "events", f"condition of event {e.key!r} must return a scalar, got {got}",
                 "return one number, e.g. x[0][1] for the surface q2 = 0",
+            )  # fmt: skip
+        if not jnp.issubdtype(out.dtype, jnp.floating):  # a sign change needs a real value
+            raise InputError(
+                "events", f"condition of event {e.key!r} must return a real floating number, "
+                f"got {out.dtype}",
+                "return the surface's function, e.g. x[0][1], not a comparison (x[0][1] > 0) "
+                "or a complex number",
             )  # fmt: skip
     return events, int(cap)
 
@@ -384,6 +391,10 @@ def check_save_at(save_at, t0, h, steps: int, dtype: str, parameter: str = "save
                          "mi.Event(lambda t, x: t - T)")  # fmt: skip
     if traced(save_at):
         raise InputError(parameter, "got traced times", "give concrete times (NumPy or a list)")
+    kind = np.asarray(save_at).dtype.kind if not isinstance(save_at, str) else "U"
+    if kind not in "fiuO":  # booleans, complex numbers, text: not times
+        raise InputError(parameter, f"expected real times, got {str(save_at)[:100]!r}",
+                         "give the times as real numbers")  # fmt: skip
     try:
         times = np.asarray(save_at, dtype=np.float64)
     except (TypeError, ValueError):
