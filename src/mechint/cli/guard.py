@@ -113,4 +113,6 @@ def stop_on_signals():
         yield stop
     finally:
         for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            # after a stop, a later signal of the same burst exits as a second one does
+            # (130, the message), never by the default action as the run winds down
+            signal.signal(sig, stop if stop.signum is not None else handler)
