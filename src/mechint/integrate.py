@@ -55,6 +55,7 @@ from mechint.maps import (
     _column_leaf,
     entered,
     from_columns,
+    over_members,
     physical_time,
     require_serves,
     shown,
@@ -135,8 +136,7 @@ def initial_carry(x0, batch: int | None, real):
 def _member_step(integrator: Integrator, batched: bool):
     """``integrator.loop_step`` (its step, on the loop's state) over every member of a
     batch (or the one state)."""
-    step = integrator.loop_step
-    return jax.vmap(step, in_axes=(None, 0, None)) if batched else step
+    return over_members(integrator.loop_step, batched)
 
 
 def tracked_step(system, integrator: Integrator, h, batched: bool, columns_of=None):

@@ -526,7 +526,7 @@ def physical_time(system, integrator: Integrator, x):
     return None if own is None else own(base)
 
 
-def _over_members(f, batched: bool, lead: int = 0):
+def over_members(f, batched: bool, lead: int = 0):
     """``f(system, x, h)`` over every member of a batch and ``lead`` leading axes."""
     if batched:
         f = jax.vmap(f, in_axes=(None, 0, None))
@@ -540,7 +540,7 @@ def entered(system, integrator: Integrator, x, h, batched: bool):
     for a map without coordinates of its own."""
     if not integrator.own_coordinates:
         return x
-    return _over_members(integrator.enter, batched)(system, x, h)
+    return over_members(integrator.enter, batched)(system, x, h)
 
 
 def shown(system, integrator: Integrator, z, h, batched: bool, lead: int = 0):
@@ -548,7 +548,7 @@ def shown(system, integrator: Integrator, z, h, batched: bool, lead: int = 0):
     of samples before the members): z itself for a map without coordinates of its own."""
     if not integrator.own_coordinates:
         return z
-    return _over_members(integrator.leave, batched, lead)(system, z, h)
+    return over_members(integrator.leave, batched, lead)(system, z, h)
 
 
 def innermost(integrator: Integrator) -> Integrator:
