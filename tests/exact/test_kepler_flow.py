@@ -116,3 +116,80 @@ def test_derivatives_by_the_implicit_function_theorem():
         z = np.asarray(f(x))
         r = np.linalg.norm(z[:3])
         assert np.allclose(jf[:, 7], np.concatenate([z[3:], -1.3 * z[:3] / r**3]), rtol=1e-13)
+
+
+def _short_cases():
+    """(name, mu, q0, v0, t): arcs short enough for the short-arc solve, on every conic
+    and scale (``t`` a fraction of r0/|v0|, both signs)."""
+    rng = np.random.default_rng(11)
+    out = []
+    corners = [("circular", 0.0, 1.0, 1.0), ("e = 0.5", 0.5, 0.5, 1.0),
+               ("e = 0.9999", 0.9999, 1e-4, 1.0), ("periapsis 1e-8 a", 1 - 1e-8, 1e-8, 1.0),
+               ("e = 1 - 1e-12", 1 - 1e-12, 1.0, 1.0), ("e = 1 + 1e-12", 1 + 1e-12, 1.0, 1.0),
+               ("e = 10", 10.0, 1.0, 1.0), ("near-radial hyperbola", 1 + 1e-8, 1e-8, 1.0),
+               ("mu = 1e-10", 0.3, 1.0, 1e-10), ("mu = 1e10", 0.3, 1.0, 1e10)]  # fmt: skip
+    for name, e, rp, mu in corners:
+        q, v = orbit_states(rng, e, 4, rp=rp, mu=mu)
+        for k, frac in enumerate((0.05, -0.3, 0.6, -0.01)):
+            r, w = np.linalg.norm(q[k]), np.linalg.norm(v[k])
+            t = frac * min(r / w, np.sqrt(r**3 / mu))  # the faster of r/|v| and r^1.5/μ^.5
+            out.append((name, mu, q[k], v[k], t))
+    return out
+
+
+SHORT = _short_cases()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_short_arcs_are_exact_to_their_conditioning(dtype):
+    """The short-arc solve (the one a step of a planetary map takes) takes every case
+    whose scales lie within its range (|q0|, μ, |v0|², |t| within 2^(±maxexp/4): float32
+    leaves the largest and smallest to the general solve) and is as accurate as the
+    general one (the bound of the test above)."""
+    from mechint.exact import two_body
+
+    mu, q0, v0, t = (np.array([c[i] for c in SHORT], dtype) for i in range(1, 5))
+    ok = np.asarray(jax.jit(two_body._short_arc)(mu, q0, v0, t)[2])
+    big = 2.0 ** (np.finfo(dtype).maxexp // 4)
+    r0, vv = np.linalg.norm(q0.astype(float), axis=-1), np.sum(v0.astype(float) ** 2, -1)
+    inside = (r0 <= big) & (r0 >= 1 / big) & (mu <= big) & (mu >= 1 / big) & (vv <= big)
+    inside &= np.abs(t) <= big
+    assert inside.sum() >= (len(SHORT) if dtype == np.float64 else 28)
+    assert ok[inside].all(), [c[0] for c, o in zip(SHORT, ok, strict=True) if not o]
+    q, v = (np.asarray(a) for a in kepler_flow(mu, q0, v0, t))
+    eps = float(np.finfo(dtype).eps)
+    worst = []
+    for i, (name, *_rest) in enumerate(SHORT):
+        args = (float(mu[i]), [float(x) for x in q0[i]], [float(x) for x in v0[i]], float(t[i]))
+        qr, vr = ref_flow(*args)
+        cq, cv = conditioning(*args, 2.0**-52)
+        for got, ref, cond in ((q[i], qr, cq), (v[i], vr, cv)):
+            scale = max(abs(c) for c in ref)
+            err = float(max(abs(mp.mpf(float(a)) - b) for a, b in zip(got, ref, strict=True)))
+            ulp = err / float(scale) / eps
+            bound = max(4.0, 2.0 * cond, 8.0 if dtype == np.float32 else 0.0)
+            worst.append((ulp / bound, name, ulp, cond))
+    assert max(worst)[0] <= 1.0, sorted(worst)[-3:]
+
+
+def test_each_arc_takes_the_same_path_alone_as_in_a_batch():
+    """Short arcs, long arcs (the general solve) and arcs past the short-arc solve's
+    range (|β s²| > 1, huge scales) mixed in one batch, in ``vmap`` and alone: the same
+    bits for each, and the general solve's bits where the short one cannot vouch."""
+    from mechint.exact import two_body
+
+    mixed = SHORT[:8] + CASES[:8] + [("past |z| = 1", 1.0, np.array([1.0, 0, 0]),
+                                      np.array([0, 1.0, 0]), 1.2)]  # fmt: skip
+    mixed.append(("huge", 1e200, np.array([1e120, 0, 0]), np.array([0, 1e40, 0]), 1e80))
+    mu, q0, v0, t = (np.array([c[i] for c in mixed]) for i in range(1, 5))
+    whole = kepler_flow(mu, q0, v0, t)
+    mapped = jax.jit(jax.vmap(mi.exact.kepler_flow))(mu, q0, v0, t)
+    general = jax.jit(two_body._general)(mu, q0, v0, t)
+    ok = np.asarray(jax.jit(two_body._short_arc)(mu, q0, v0, t)[2])
+    assert not ok[8:].any() and ok[:8].all()
+    for i in range(len(mixed)):
+        alone = kepler_flow(mu[i], q0[i], v0[i], t[i])
+        for a, b, c in zip(whole, mapped, alone, strict=True):
+            assert np.array_equal(a[i], c) and np.array_equal(b[i], c), mixed[i][0]
+        if not ok[i]:
+            assert np.array_equal(alone[0], general[0][i]), mixed[i][0]

@@ -31,9 +31,20 @@ Mechanics*, 2nd ed. 1992, §6.9; Wisdom & Hernandez 2015, MNRAS 453, 3015).
   ``g = r0 G1 + eta G2``, ``fdot = -mu G1/(r0 r)``, ``gdot - 1 = -mu G2/r``.  ``t = 0`` returns
   the input exactly.  Inputs are rescaled by exact powers of two so that float32 does not
   overflow at extreme scales.
+* Short arcs take a cheaper solve (``_short_arc``): where ``|beta s^2| <= 1`` (about a
+  radian of eccentric or hyperbolic anomaly, as every drift of a planetary map), Stumpff
+  series of 10 terms, a third-order series starter, three Laguerre-Conway steps and one
+  Newton step, with ``r0, eta, beta, zeta`` formed plainly (on a short arc their rounding
+  moves the state by a few ulp).  It reports where it vouches for its result (the arc
+  short, the last Newton step below the square root of the precision, the scales within
+  2^(±maxexp/4), every number finite); the general solve runs only when some entry needs
+  it, as one branch for the whole array, also under ``vmap`` (a ``custom_vmap`` rule),
+  and each entry's result is the same alone as in any batch.  About 8× fewer operations
+  per drift on a CPU (``benchmarks/nbody.py``).
 * Derivatives: the solve is a ``jax.custom_jvp`` with the implicit-function tangent
   ``ds = -(dF/dθ · dθ)/r``; the rest is ordinary ``jnp`` code, so ``jvp``, ``grad``,
   ``jacfwd``/``jacrev`` and ``vmap`` work without differentiating through the iterations.
+  The flow's tangent is always the general solve's (the values those of the solve taken).
 
 Shapes: ``q0``, ``v0`` are ``(..., d)`` (dot products only, so ``d = 3`` or ``2`` alike);
 ``mu`` and ``t`` broadcast over the leading axes.  The dtype follows the inputs (float64 when
@@ -417,13 +428,36 @@ def kepler_flow(mu, q0, v0, t):
     v0 = jnp.asarray(v0, dtype)
     t = jnp.asarray(t, dtype)
     lead = jnp.broadcast_shapes(mu.shape, t.shape, q0.shape[:-1], v0.shape[:-1])
-    mu = jnp.broadcast_to(mu, lead)
-    t = jnp.broadcast_to(t, lead)
     shape = (*lead, q0.shape[-1])
-    q0 = jnp.broadcast_to(q0, shape)
-    v0 = jnp.broadcast_to(v0, shape)
+    # (× 1: a value the batching of a NumPy argument holds as a NumPy array becomes a JAX
+    # one; the custom derivative's tracing inside jit refuses the former)
+    return _flow(
+        jnp.broadcast_to(mu, lead) * 1,
+        jnp.broadcast_to(q0, shape) * 1,
+        jnp.broadcast_to(v0, shape) * 1,
+        jnp.broadcast_to(t, lead) * 1,
+    )
 
-    # Exact power-of-two rescaling to |q0| ~ 1, mu ~ 1 (keeps float32 intermediates in range).
+
+@jax.custom_jvp
+def _flow(mu, q0, v0, t):
+    """``kepler_flow`` on broadcast inputs: the short-arc solve where it vouches for its
+    result, the general one elsewhere (``_short_or_general``)."""
+    return _short_or_general(mu, q0, v0, t)
+
+
+@_flow.defjvp
+def _flow_jvp(primals, tangents):
+    """The values of ``_flow``; the tangent of the general solve (the same flow, whose
+    derivatives come by the implicit function theorem, ``_solve``)."""
+    _, tangent = jax.jvp(_general, primals, tangents)
+    return _flow(*primals), tangent
+
+
+def _general(mu, q0, v0, t):
+    """The general solve (any conic, any time; ``_flow_scaled``) on broadcast inputs, in
+    units of exact powers of two that bring ``|q0|`` and ``mu`` near 1 (keeps float32
+    intermediates in range at extreme scales)."""
     sg = jax.lax.stop_gradient
     big_q = jnp.max(jnp.abs(q0), axis=-1)
     ex_l = jnp.round(jnp.log2(jnp.where(big_q > 0, big_q, 1.0)))
@@ -436,6 +470,97 @@ def kepler_flow(mu, q0, v0, t):
         mu / lsc / vsc / vsc, q0 / lsc[..., None], v0 / vsc[..., None], t * (vsc / lsc)
     )
     return q * lsc[..., None], v * vsc[..., None]
+
+
+@jax.custom_batching.custom_vmap
+def _short_or_general(mu, q0, v0, t):
+    """The short-arc solve (``_short_arc``); the general one, only where that one cannot
+    vouch for its result, and only when some entry needs it: a branch taken once for the
+    whole array (under ``vmap`` too: this function's batching rule keeps the branch whole
+    instead of turning it into a select that would run both)."""
+    q, v, ok = _short_arc(mu, q0, v0, t)
+
+    def general(_):
+        qg, vg = _general(mu, q0, v0, t)
+        keep = ok[..., None]
+        return jnp.where(keep, q, qg), jnp.where(keep, v, vg)
+
+    return jax.lax.cond(jnp.all(ok), lambda _: (q, v), general, None)
+
+
+@_short_or_general.def_vmap
+def _short_or_general_vmap(axis_size, in_batched, mu, q0, v0, t):
+    args = [a if batched else jnp.broadcast_to(a, (axis_size, *a.shape))
+            for a, batched in zip((mu, q0, v0, t), in_batched, strict=True)]  # fmt: skip
+    return _short_or_general(*args), (True, True)
+
+
+# The short-arc solve: Stumpff series to |z| <= _Z_SHORT (z = beta s^2; about one radian of
+# eccentric or hyperbolic anomaly), a third-order starter and a fixed number of
+# Laguerre-Conway steps, then one Newton step applied to first order (``_short_arc``).
+_Z_SHORT = 1.0
+_N_SHORT = 10  # series terms: the last one below 1e-19 of the sum at |z| = 1
+_C2_SHORT = _C2_COEF[:_N_SHORT]
+_C3_SHORT = _C3_COEF[:_N_SHORT]
+_LAGUERRE_SHORT = 3
+
+
+def _short_gfuncs(beta, s):
+    """``G_0..G_3`` of ``s`` and ``z = beta s^2``, by the series (|z| <= 1; ``c1 = 1 - z
+    c3``, ``c0 = 1 - z c2`` lose no digit there)."""
+    s2 = s * s
+    z = beta * s2
+    dtype = s.dtype
+    c2 = _horner(_C2_SHORT.astype(dtype), -z)
+    c3 = _horner(_C3_SHORT.astype(dtype), -z)
+    return 1.0 - z * c2, s * (1.0 - z * c3), s2 * c2, s2 * s * c3, z
+
+
+def _short_arc(mu, q0, v0, t):
+    """The flow on a short arc, and where its result holds (``ok``): the arc within
+    |z| <= 1, the last Newton step below the square root of the precision (so that the
+    step applied leaves an error of its square), ``|q0|``, ``mu``, ``|v0|^2`` and ``|t|``
+    within 2^(±maxexp/4) (no product of the solve overflows), every number finite.  On a
+    short arc the rounding of ``r0, eta, beta, zeta`` moves the state by a few ulp, so
+    they are formed plainly (``_invariants`` compensates them for the general solve)."""
+    rr = _sum_last(q0 * q0)
+    vv = _sum_last(v0 * v0)
+    r0 = jnp.sqrt(rr)
+    eta = _sum_last(q0 * v0)
+    beta = 2.0 * mu / r0 - vv
+    zeta = mu - beta * r0
+    # third-order starter: r0 s + eta s^2/2 + zeta s^3/6 = t inverted by series
+    s1 = t / r0
+    a2 = eta / (2.0 * r0)
+    a3 = (eta * eta) / (2.0 * r0 * r0) - zeta / (6.0 * r0)
+    s = s1 + s1 * s1 * (a3 * s1 - a2)
+    for _ in range(_LAGUERRE_SHORT):
+        g0, g1, g2, g3, _ = _short_gfuncs(beta, s)
+        f = (r0 * s - t) + (eta * g2 + zeta * g3)
+        f1 = r0 + (eta * g1 + zeta * g2)
+        f2 = eta * g0 + zeta * g1
+        den = f1 + jnp.sqrt(jnp.abs(16.0 * f1 * f1 - 20.0 * f * f2))
+        s = s - 5.0 * f / jnp.where(den == 0, 1.0, den)
+    g0, g1, g2, g3, z = _short_gfuncs(beta, s)
+    f = (r0 * s - t) + (eta * g2 + zeta * g3)
+    r = r0 + (eta * g1 + zeta * g2)
+    ds = -f / jnp.where(r == 0, 1.0, r)
+    # G_n(s + ds) = G_n(s) + G_(n-1)(s) ds to first order (ds^2 is below the rounding)
+    g1, g2 = g1 + g0 * ds, g2 + g1 * ds
+    r = r0 + (eta * g1 + zeta * g2)
+    fm1 = -mu * g2 / r0
+    g = r0 * g1 + eta * g2
+    fdot = -mu * g1 / (r0 * r)
+    gdm1 = -mu * g2 / r
+    q = q0 + (fm1[..., None] * q0 + g[..., None] * v0)
+    v = v0 + (fdot[..., None] * q0 + gdm1[..., None] * v0)
+    info = np.finfo(s.dtype)
+    tol = float(np.sqrt(info.eps)) / 16.0
+    big = float(2.0 ** (info.maxexp // 4))
+    ok = (jnp.abs(z) <= _Z_SHORT) & (jnp.abs(ds) <= tol * jnp.abs(s)) & (r > 0)
+    ok &= (r0 >= 1.0 / big) & (r0 <= big) & (mu >= 1.0 / big) & (mu <= big)
+    ok &= (vv <= big) & (jnp.abs(t) <= big)
+    return q, v, ok & jnp.isfinite(_sum_last(q * q) + _sum_last(v * v))
 
 
 def _flow_scaled(mu, q0, v0, t):
