@@ -175,7 +175,8 @@ def test_short_arcs_are_exact_to_their_conditioning(dtype):
 def test_each_arc_takes_the_same_path_alone_as_in_a_batch():
     """Short arcs, long arcs (the general solve) and arcs past the short-arc solve's
     range (|β s²| > 1, huge scales) mixed in one batch, in ``vmap`` and alone: the same
-    bits for each, and the general solve's bits where the short one cannot vouch."""
+    state for each to round-off (XLA compiles a batch and a single state as different
+    programs, docs/concepts.md), the general solve's where the short one cannot vouch."""
     from mechint.exact import two_body
 
     mixed = SHORT[:8] + CASES[:8] + [("past |z| = 1", 1.0, np.array([1.0, 0, 0]),
@@ -185,11 +186,16 @@ def test_each_arc_takes_the_same_path_alone_as_in_a_batch():
     whole = kepler_flow(mu, q0, v0, t)
     mapped = jax.jit(jax.vmap(mi.exact.kepler_flow))(mu, q0, v0, t)
     general = jax.jit(two_body._general)(mu, q0, v0, t)
-    ok = np.asarray(jax.jit(two_body._short_arc)(mu, q0, v0, t)[2])
+    short = jax.jit(two_body._short_arc)(mu, q0, v0, t)
+    ok = np.asarray(short[2])
     assert not ok[8:].any() and ok[:8].all()
+    eps = np.finfo(np.float64).eps
+
+    def close(a, b, ulps=4):
+        return np.max(np.abs(a - b)) <= ulps * eps * np.max(np.abs(b))
+
     for i in range(len(mixed)):
         alone = kepler_flow(mu[i], q0[i], v0[i], t[i])
-        for a, b, c in zip(whole, mapped, alone, strict=True):
-            assert np.array_equal(a[i], c) and np.array_equal(b[i], c), mixed[i][0]
-        if not ok[i]:
-            assert np.array_equal(alone[0], general[0][i]), mixed[i][0]
+        path = (short[0][i], short[1][i]) if ok[i] else (general[0][i], general[1][i])
+        for a, b, c, d in zip(whole, mapped, alone, path, strict=True):
+            assert close(a[i], c) and close(b[i], c) and close(d, c), mixed[i][0]
