@@ -558,18 +558,73 @@ for kw, name in cases:
         print(int(exc.parameter == name))
     except Exception:
         print(0)
+try:
+    mi.diagnostics.energy_balance("str")
+    print(0)
+except mi.InputError as exc:
+    print(int(exc.parameter == "trajectory"))
+except Exception:
+    print(0)
 """
 
 
 def item57_3_20(d):
     """A boolean or complex event condition, a max_events that is no positive integer
     (with or without events), boolean or complex save times: each an ``InputError``
-    naming its parameter (before: 0 or 2 crossings silently, a ValueError, accepted, or
-    read as real times)."""
+    naming its parameter, and a balance of no trajectory (before: 0 or 2 crossings
+    silently, a ValueError, accepted, read as real times, an AttributeError)."""
     p = subprocess.run([sys.executable, "-c", _TYPES], capture_output=True, text=True,
                        timeout=LIMIT)  # fmt: skip
     marks = p.stdout.split()
-    return [p.returncode == 0 and len(marks) == 6 and m == "1" for m in marks] or [False]
+    return [p.returncode == 0 and len(marks) == 7 and m == "1" for m in marks] or [False]
+
+
+_MESSAGES = """
+import mechint as mi
+k = mi.systems.Kepler()
+x0 = k.periapsis_state(0.5)
+sv = mi.integrators.StormerVerlet()
+def says(fn, needle):
+    try:
+        fn()
+        print(0)
+    except mi.InputError as exc:
+        print(int(needle in str(exc)))
+    except Exception:
+        print(0)
+says(lambda: mi.simulate(k, sv, x0, 0.0, 10), "must not be 0")
+says(lambda: mi.simulate(k, sv, x0, 0.1, 10, save_at=[1.0000001]), "1.0000001")
+try:  # one mass for all bodies, as the command line gives it
+    bodies = mi.systems.RigidBodies([[1, 1.5, 2]] * 2, mass=[1.0])
+    print(int(list(bodies.mass) == [1.0, 1.0]))
+except Exception:
+    print(0)
+"""
+
+
+def item57_2_14_22(d):
+    """A drawn state at an energy whose momenta exceed 2^60 (before: H = 6.6e35 stored for
+    E = 1e40), --energy with an initial state (before: the state ignored), h = 0 called
+    "must be > 0", a save time printed to 6 digits, one --mass for two bodies refused."""
+    base = ["section", "--system", "kepler", "--surface", "q_2=0", "--integrator",
+            "stormer-verlet", "--h", "1e-22", "--steps", "10", "--count", "2"]  # fmt: skip
+    out = d / "energy.nc"
+    code, _, err = mechint([*base, "--energy", "1e40", "--out", out])
+    rows = [False]
+    if code == 0:
+        import h5netcdf
+
+        with h5netcdf.File(out, "r") as fh:
+            H = np.asarray(fh["H"][:])[:, 0]
+        rows = [bool(np.all(np.abs(H / 1e40 - 1) < 1e-10))]
+    code, _, err = mechint([*base, "--energy", "1", "--q0", "1,0", "--p0", "0,1", "--out",
+                            d / "both.nc"])  # fmt: skip
+    rows.append(clean(code, err, (2,)) and "--energy" in err and not (d / "both.nc").exists())
+    p = subprocess.run([sys.executable, "-c", _MESSAGES], capture_output=True, text=True,
+                       timeout=LIMIT)  # fmt: skip
+    marks = p.stdout.split()
+    return rows + ([p.returncode == 0 and len(marks) == 3 and m == "1" for m in marks]
+                   or [False])  # fmt: skip
 
 
 ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,
@@ -579,7 +634,8 @@ ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,
          "10 issue 36 (part)": item10, "11 issue 36 (rest)": item11,
          "57.1 section over a run's file": item57_1,
          "57.5 a terminal stop written as complete": item57_5,
-         "57.3, 57.20 conditions, max_events, save times of a wrong type": item57_3_20}  # fmt: skip
+         "57.3, 57.20 arguments of a wrong type": item57_3_20,
+         "57.2, 57.14, 57.22 (part) energies, messages": item57_2_14_22}  # fmt: skip
 
 
 def main(quick: bool = False) -> None:

@@ -122,7 +122,10 @@ def step_size(value, name: str = "h", *, allow_negative: bool = True) -> Any:
     h = float(value)
     if not math.isfinite(h):
         raise InputError(name, f"must be finite, got {h}")
-    if h == 0.0 or (h < 0 and not allow_negative):
+    if h == 0.0:
+        raise InputError(name, "must not be 0" if allow_negative else "must be > 0, got 0",
+                         "a step of either sign" if allow_negative else None)  # fmt: skip
+    if h < 0 and not allow_negative:
         raise InputError(name, f"must be > 0, got {h:g}")
     return h
 

@@ -415,8 +415,9 @@ def check_save_at(save_at, t0, h, steps: int, dtype: str, parameter: str = "save
         out = (sign * (times - start) < 0) | (sign * (times - end) > 0)
         if np.any(out):
             bad = times[np.argmax(out)]
-            raise InputError(parameter, f"time {bad:g} is outside the run [{float(start):g}, "
-                             f"{float(end):g}]", "save within the run, or run longer")  # fmt: skip
+            raise InputError(parameter, f"time {float(bad)!r} is outside the run "
+                             f"[{float(start)!r}, {float(end)!r}]",
+                             "save within the run, or run longer")  # fmt: skip
         if np.any((K == steps) & (tau != 0)):
             raise InputError(parameter, "a time is past the run's last step",
                              "save within the run, or run longer")  # fmt: skip

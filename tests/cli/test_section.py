@@ -1,6 +1,7 @@
 """``mechint section``: states drawn on a surface at an energy, crossings located on the
 map and written with the run, a figure; bad input exits 2 with one line."""
 
+import jax
 import numpy as np
 import pytest
 import xarray as xr
@@ -50,6 +51,7 @@ def test_a_section_at_an_energy_is_written_with_its_figure(tmp_path, capsys):
         (["--direction", "2", "--q0", "0,0.1", "--p0", "0.3,0"], "--direction"),
         (["--axes", "q_1", "--q0", "0,0.1", "--p0", "0.3,0"], "--axes"),
         (["--energy", "-1"], "--energy"),
+        (["--energy", "0.1", "--q0", "0,0.1", "--p0", "0.3,0"], "--energy"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, extra, needle):
@@ -57,6 +59,21 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, extra, needle):
     code, _, err = invoke([*argv, *extra, "--out", str(tmp_path / "a.nc")], capsys)
     assert code == 2 and err.count("\n") == 1 and needle in err, err
     assert not (tmp_path / "a.nc").exists()
+
+
+def test_drawn_states_lie_at_the_energy_at_any_scale():
+    """Each drawn state at the energy to 1e-10 of its terms' size, whatever that size
+    (|p| of 1e20 and beyond: before, a bisection bracket capped at 2^60 gave H = 6.6e35 for
+    E = 1e40); an energy no state in the box reaches is refused, naming the energy."""
+    kepler = mi.systems.Kepler()
+    H = jax.jit(jax.vmap(lambda q, p: kepler.hamiltonian((q, p))))
+    for energy in (-0.3, 1.0, 1e40, 1e300):
+        q, p = kepler.section_states(1, 0.0, energy, 3, seed=2)
+        assert np.all(np.abs(np.asarray(H(q, p)) - energy) <= 1e-12 * abs(energy)), energy
+        assert np.all(q[:, 1] == 0) and np.all(p[:, 1] >= 0)
+    with pytest.raises(mi.InputError, match="found 0 of 3 states") as caught:
+        kepler.section_states(1, 0.0, -1e6, 3, box=1.0)
+    assert caught.value.parameter == "energy"
 
 
 def test_energy_needs_a_separable_system(tmp_path, capsys):

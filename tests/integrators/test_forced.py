@@ -272,6 +272,10 @@ def test_bad_forces_and_conservative_maps_are_refused_naming_the_fix():
     traj = mi.simulate(S.Kepler(), I.StormerVerlet(), S.Kepler().example_state(), 0.01, 10)
     with pytest.raises(InputError, match="not of a Forced system"):
         D.energy_balance(traj)
+    for other in ("str", traj.x):
+        with pytest.raises(InputError, match="expected a Trajectory") as caught:
+            D.momentum_balance(other)
+        assert caught.value.parameter == "trajectory"
     with pytest.raises(InputError, match="no momentum map"):
         D.momentum_balance(mi.simulate(oscillator(c=0.1), I.StormerVerlet(), X0, 0.01, 10))
 

@@ -166,6 +166,16 @@ def _preset_state(args: argparse.Namespace):
     return getattr(args, "preset_state", None)
 
 
+def preset_state(args: argparse.Namespace):
+    """The state a --preset gives (None without one)."""
+    return _preset_state(args)
+
+
+def given_state_options(args: argparse.Namespace, system: System) -> list[str]:
+    """The names of the state options given on the command line (each the system's)."""
+    return list(_given_state(args, system))
+
+
 def initial_state(args: argparse.Namespace, system: System):
     """x0 and g0 (or None) from the options the system takes (or its preset)."""
     if _preset_state(args) is not None:

@@ -113,7 +113,7 @@ def draw_on_surface(system, leaf: int, index: int, value: float, energy: float, 
         return system.section_states(index, value, energy, count, seed=seed, box=box,
                                      sign=-1.0 if direction < 0 else 1.0)  # fmt: skip
     except InputError as exc:
-        raise InputError("--energy", exc.problem, "a larger --box, or another energy") from None
+        raise InputError("--energy", exc.problem, exc.fix) from None
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -127,6 +127,11 @@ def handle(args: argparse.Namespace) -> int:
         raise InputError("--direction", f"must be -1, 0 or 1, got {direction}")
     event, leaf, index = _surface_event(system, args.surface, direction)
     if args.energy is not None:
+        given = [f"--{n}" for n in model.given_state_options(args, system)]
+        if given or model.preset_state(args) is not None:
+            raise InputError("--energy", "draws the initial states, and "
+                             f"{', '.join(given) or '--preset'} gives one too",
+                             "give --energy or an initial state, not both")  # fmt: skip
         value = component(system, args.surface, "--surface")[2]
         x0 = draw_on_surface(system, leaf, index, float(value or 0.0),
                              parsing.real("--energy", args.energy),

@@ -23,6 +23,9 @@ from mechint.trajectory import Trajectory, invariants
 
 
 def _forced(trajectory: Trajectory) -> Forced:
+    if not isinstance(trajectory, Trajectory):
+        raise InputError("trajectory", f"expected a Trajectory, got {type(trajectory).__name__}",
+                         "pass the result of mechint.simulate of a Forced system")  # fmt: skip
     system = trajectory.system
     if not isinstance(system, Forced):
         raise InputError(

@@ -51,6 +51,10 @@ from mechint.systems.base import (
 )
 from mechint.systems.flows import Drift, Kick
 
+# ``section_states``: a drawn state's |H − E| at most this relative to |T| + |V| (the
+# bisection leaves ~1e-16; a bracket the doubling could not reach leaves far more)
+_SECTION_TOL = 1e-10
+
 
 def _scalar_function(name: str, fn, nargs: int, dof: int, params=None, time: bool = False) -> None:
     """Check, by tracing once, that ``fn`` maps ``nargs`` arrays of shape (dof,) (after a
@@ -239,36 +243,50 @@ class Separable(Canonical, NaturalSplit, SeparableEnergy):
         """``count`` states (q, p) on the surface q_index = value at energy H = ``energy``:
         the other coordinates uniform in [−box, box], p_index ≥ 0 (≤ 0 for sign < 0)
         solved from T(p) = E − V(q) by bisection on |p_index| (T grows with it); draws
-        with V + T > E already are rejected.  ``InputError`` (parameter "energy") when
+        with V + T > E already are rejected, and each state is verified at the energy to
+        ``_SECTION_TOL`` relative to |T| + |V|.  ``InputError`` (parameter "energy") when
         50 rounds of draws do not find ``count``."""
         rng = np.random.default_rng(seed)
-        total = jax.jit(jax.vmap(lambda q, p: self.kinetic(p) + self.potential(q)))
+        parts = jax.jit(jax.vmap(lambda q, p: (self.kinetic(p), self.potential(q))))
+
+        def total(q, p):
+            T, V = (np.asarray(a) for a in parts(q, p))
+            return T + V, np.abs(T) + np.abs(V)
+
         found_q: list = []
         found_p: list = []
+        drawn = 0
         for _ in range(50):
             q = rng.uniform(-box, box, (4 * count, self.dof))
             p = rng.uniform(-box, box, (4 * count, self.dof))
             q[:, index], p[:, index] = value, 0.0
-            q, p = q[np.asarray(total(q, p)) < energy], p[np.asarray(total(q, p)) < energy]
+            drawn += len(q)
+            below = total(q, p)[0] < energy
+            q, p = q[below], p[below]
+            # |p_index| bracketed by doubling (lo below the energy, hi above), then bisected
             lo, hi = np.zeros(len(q)), np.ones(len(q))
-            for _ in range(60):  # an upper end where H is above the energy
+            for _ in range(1100):
                 p[:, index] = hi
-                low = np.asarray(total(q, p)) < energy
+                low = total(q, p)[0] < energy
                 if not low.any():
                     break
-                hi = np.where(low, 2 * hi, hi)
+                lo, hi = np.where(low, hi, lo), np.where(low, 2 * hi, hi)
             for _ in range(80):
                 p[:, index] = mid = 0.5 * (lo + hi)
-                below = np.asarray(total(q, p)) < energy
-                lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+                under = total(q, p)[0] < energy
+                lo, hi = np.where(under, mid, lo), np.where(under, hi, mid)
             p[:, index] = np.copysign(0.5 * (lo + hi), sign)
-            found_q.extend(q)
-            found_p.extend(p)
+            # each state verified at the energy (relative to the size of its terms)
+            H, size = total(q, p)
+            kept = np.abs(H - energy) <= _SECTION_TOL * np.maximum(size, abs(energy))
+            found_q.extend(q[kept])
+            found_p.extend(p[kept])
             if len(found_q) >= count:
                 return np.array(found_q[:count]), np.array(found_p[:count])
         raise InputError("energy", f"found {len(found_q)} of {count} states at E = {energy:g} "
-                         f"with the other coordinates in [-{box:g}, {box:g}]",
-                         "a larger box, or another energy")  # fmt: skip
+                         f"with the other coordinates in [-{box:g}, {box:g}] ({drawn} drawn)",
+                         "another box (the states are drawn where V + T < E: a box that "
+                         "holds that region), or another energy")  # fmt: skip
 
 
 @final

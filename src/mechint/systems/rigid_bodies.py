@@ -158,7 +158,8 @@ def _masses(mass, n: int) -> Any:
     if mass is None:
         return None
     arr = real_array("mass", mass)
-    if arr.ndim == 0:
+    if arr.ndim == 0 or arr.shape == (1,):  # one for all (the command line's "1")
+        arr = arr.reshape(())
         arr = jnp.full(n, arr) if traced(arr) else np.full(n, float(arr))
     if arr.shape != (n,):
         raise InputError("mass", f"expected one mass per body ({n}), got shape {arr.shape}")
