@@ -627,6 +627,27 @@ def item57_2_14_22(d):
                    or [False])  # fmt: skip
 
 
+_CARLSON = """
+import math
+import jax
+jax.config.update("jax_enable_x64", True)
+from mechint import special as S
+print(int(math.isinf(float(S.elliprf(0.0, 0.0, 1.0)))))
+print(int(math.isinf(float(S.elliprd(0.0, 0.0, 1.0)))))
+print(int(math.isinf(float(S.elliprj(0.0, 0.0, 1.0, 1.0)))))
+print(int(abs(float(S.elliprf(1e-310, 1e-310, 1.0)) / 357.5938365946370 - 1) < 1e-14))
+"""
+
+
+def item57_11(d):
+    """Carlson's forms where they diverge (+inf, before finite: 2.04e6, 6.9e6) and at a
+    subnormal argument (R_F(1e-310, 1e-310, 1) = 357.59..., before 2.04e6)."""
+    p = subprocess.run([sys.executable, "-c", _CARLSON], capture_output=True, text=True,
+                       timeout=LIMIT)  # fmt: skip
+    marks = p.stdout.split()
+    return [p.returncode == 0 and len(marks) == 4 and m == "1" for m in marks] or [False]
+
+
 ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,
          "3 no resource check": item3, "4 resume trusts the file": item4,
          "5 two runs on one --out": item5, "6 NaN verdicts": item6, "7 scheduler": item7,
@@ -635,7 +656,8 @@ ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,
          "57.1 section over a run's file": item57_1,
          "57.5 a terminal stop written as complete": item57_5,
          "57.3, 57.20 arguments of a wrong type": item57_3_20,
-         "57.2, 57.14, 57.22 (part) energies, messages": item57_2_14_22}  # fmt: skip
+         "57.2, 57.14, 57.22 (part) energies, messages": item57_2_14_22,
+         "57.11 Carlson's forms": item57_11}  # fmt: skip
 
 
 def main(quick: bool = False) -> None:

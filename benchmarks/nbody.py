@@ -27,10 +27,10 @@ Jupiter (about 74.6 time units).
 3. Many systems: B = 1e4 (--quick: 1e3) outer solar systems, each planet's position
    perturbed by a relative 1e-6 normal (seed 0), 1000 steps at h = 0.0123 P_J,
    body-steps/s (B x 1000 x 5 / s): mechint's batched ``simulate`` (one call, (B, 5, 3)
-   arrays, that call's wall minus compile time) against REBOUND system by system in a
-   ``multiprocessing.Pool(2)`` (each process its half; the ``map`` timed, the pool forked
-   at the start, before JAX runs anything), safe_mode=0 and 1; the final states checked
-   against each other.
+   arrays, wall minus compile time, the best of three calls) against REBOUND system by
+   system in a ``multiprocessing.Pool(2)`` (each process its half; the ``map`` timed, the
+   best of two; the pool forked at the start, before JAX runs anything), safe_mode=0 and
+   1; the final states checked against each other.
    Target: mechint >= 4x REBOUND's two processes (safe_mode=0, its faster mode).
 4. One step of every configuration both accept, from the same state at h = 0.0123 P_J,
    against REBOUND (safe_mode=1, one ``sim.steps(1)``): coordinates x kernels x
@@ -327,13 +327,18 @@ def many_systems(prob, batch, pool, steps=1000):
     integ = I.WisdomHolman()
     traj = mi.simulate(system, integ, (qs, ps), h, steps, steps)
     mi_time = traj.stats["wall_time"] - traj.stats["compile_time"]
+    for _ in range(2):  # the best of three (a shared machine's times are noisy)
+        s = mi.simulate(system, integ, (qs, ps), h, steps, steps).stats
+        mi_time = min(mi_time, s["wall_time"] - s["compile_time"])
     mq, mv = np.asarray(traj.x[0][:, -1]), np.asarray(traj.x[1][:, -1]) / m[:, None]
-    rows = [("mechint batched simulate (wall - compile)", work / mi_time, math.nan)]
+    rows = [("mechint batched simulate (wall - compile, best of 3)", work / mi_time, math.nan)]
     halves = np.array_split(np.arange(batch), 2)
     for safe in (0, 1):
-        t = time.perf_counter()
-        parts = pool.map(rebound_chunk, [(m, qs[i], v, G, h, steps, safe) for i in halves])
-        wall = time.perf_counter() - t
+        wall = math.inf
+        for _ in range(2):  # the best of two
+            t = time.perf_counter()
+            parts = pool.map(rebound_chunk, [(m, qs[i], v, G, h, steps, safe) for i in halves])
+            wall = min(wall, time.perf_counter() - t)
         rq = np.concatenate([p[0] for p in parts])
         rv = np.concatenate([p[1] for p in parts])
         diff = max(np.max(np.abs(rq - mq)) / np.max(np.abs(rq)),
@@ -446,7 +451,7 @@ def main(quick: bool = False) -> None:
 
     worst = max(acc, key=lambda r: r["ratio"])
     acc_ok = sum(r["ratio"] <= TARGET_RATIO for r in acc)
-    speedup = many["mechint batched simulate (wall - compile)"][0] / many[
+    speedup = many["mechint batched simulate (wall - compile, best of 3)"][0] / many[
         "REBOUND WHFast safe_mode=0, Pool(2)"][0]  # fmt: skip
     yes = {True: "met", False: "NOT met"}
     print(

@@ -195,6 +195,47 @@ def test_carlson_forms_against_mpmath(x: tuple[float, float, float]):
         assert _ulps(special.elliprj(*x, 0.7), mp.elliprj(*x, 0.7), EPS64) < 4
 
 
+def test_carlson_forms_diverge_where_they_do_and_read_subnormal_arguments():
+    """+∞ where two of x, y, z are 0 (R_F, R_J), where x = y = 0 or z = 0 (R_D), where
+    p = 0 (R_J): before, 2.04e6 and 6.9e6; subnormal arguments read from their bits by R_F
+    and R_D (XLA's CPU code reads them as 0: R_F(1e-310, 1e-310, 1) was 2.04e6, true
+    357.6), within 4 ulp of mpmath, in float64 and float32; R_J reads a lone subnormal
+    x, y or z among moderate arguments, and is NaN where it cannot."""
+    f = jax.jit(lambda x, y, z, p: (special.elliprf(x, y, z), special.elliprd(x, y, z),
+                                    special.elliprj(x, y, z, p)))  # fmt: skip
+    for args in [(0.0, 0.0, 1.0, 1.0), (0.0, 2.0, 0.0, 1.0), (0.0, 0.0, 0.0, 1.0)]:
+        assert all(np.isposinf(np.asarray(v)) for v in f(*args)), args
+    assert np.isposinf(f(1.0, 2.0, 0.0, 1.0)[1]) and np.isposinf(f(1.0, 2.0, 3.0, 0.0)[2])
+    # every combination of subnormal, tiny, unit and huge arguments with a subnormal one
+    scales = [0.0, 1e-320, 3e-310, 1e-300, 1e-160, 1.0, 7.0, 1e100]
+    rng = np.random.default_rng(3)
+    points = [tuple(rng.choice(scales, 4)) for _ in range(400)]
+    points = [a for a in points if any(0 < v < 2.2e-308 for v in a) and a[2] > 0
+              and sum(v == 0 for v in a[:3]) < 2 and a[3] > 0][:60]  # fmt: skip
+    assert len(points) == 60
+    # one subnormal of x, y, z among moderate arguments: R_J within 4 ulp
+    points += [(1e-310, 0.5, 1.0, 0.7), (2.0, 3e-315, 1e-20, 1e25), (7.0, 0.1, 1e-320, 3.0)]
+    read = 0
+    with mp.workdps(60):
+        for x, y, z, p in points:
+            rf, rd, rj = f(x, y, z, p)
+            assert _ulps(rf, mp.elliprf(x, y, z), EPS64) < 4, (x, y, z)
+            assert _ulps(rd, mp.elliprd(x, y, z), EPS64) < 4, (x, y, z)
+            subnormal = [0 < v < 2.2e-308 for v in (x, y, z, p)]
+            moderate = [2.0**-102 <= v <= 2.0**102 for v in (x, y, z, p)]
+            lone = sum(subnormal) == 1 and not subnormal[3]
+            if lone and all(m for m, s in zip(moderate, subnormal, strict=True) if not s):
+                assert _ulps(rj, mp.elliprj(x, y, z, p), EPS64) < 4, (x, y, z, p)
+                read += 1
+            else:  # (no silent wrong value: up to 30 % off before)
+                assert np.isnan(rj), (x, y, z, p)
+        x32 = (np.float32(1e-40), np.float32(1e-40), np.float32(1.0))  # subnormal in float32
+        got = jax.jit(special.elliprf)(*x32)
+        assert got.dtype == jnp.float32
+        assert _ulps(got, mp.elliprf(*(float(v) for v in x32)), EPS32) < 4
+    assert read >= 3
+
+
 # --- Carlson's forms over the whole float64 range: hard corners first, then a seeded sample ---
 
 # (x, y, z, p); R_F and R_D take (x, y, z) (R_D needs z > 0)

@@ -220,18 +220,74 @@ def _lam(sx, sy, sz):
     return sx * sy + sy * sz + sz * sx
 
 
+# XLA's CPU code reads a subnormal number as 0 (denormals-are-zero): the helpers below
+# read one from its bits instead, v = mantissa · 2^(minexp − nmant).
+
+
+def _bits(v):
+    """(the bits of v as an integer, the mantissa field, whether v is a positive subnormal)."""
+    info = jnp.finfo(v.dtype)
+    b = lax.bitcast_convert_type(v, jnp.int64 if info.bits == 64 else jnp.int32)
+    mant = b & ((1 << info.nmant) - 1)
+    sub = (b > 0) & ((b >> info.nmant) == 0)  # positive, exponent field 0, mantissa ≠ 0
+    return b, mant, sub
+
+
+def _is_zero(v):
+    """v is ±0 (a subnormal is not, though it compares equal to 0 on a CPU).  (Not as a
+    test of the bits against 0: LLVM turns that back into a float comparison.)"""
+    info = jnp.finfo(v.dtype)
+    b = _bits(v)[0]
+    mant = b & ((1 << info.nmant) - 1)
+    return (v == 0) & (mant == 0)
+
+
+def _sqrt_any(x):
+    """√x, also of a subnormal x (the root of one is normal)."""
+    info = jnp.finfo(x.dtype)
+    _, mant, sub = _bits(x)
+    e = info.minexp - info.nmant  # x = mant · 2^e for a subnormal x: −1074, −149
+    odd = e % 2
+    m = mant.astype(x.dtype) * (2.0 if odd else 1.0)
+    root = jnp.sqrt(m) * 2.0 ** ((e - odd) // 2)
+    return jnp.where(sub, root, jnp.sqrt(x))
+
+
 def _prescale(*args):
     """The arguments scaled by a power of 4, s, and s itself: by 1/16 where one is within 16
     of overflow (so that sums of five of them stay finite), by 2^(maxexp/2) where all are
-    below 2^(−maxexp/2) (so that products of three square roots stay normal).  A result
-    of degree −k is s^k times the function of the scaled arguments."""
+    below 2^(−maxexp/2) (so that products of three square roots stay normal; a subnormal
+    argument scaled from its bits).  A result of degree −k is s^k times the function of
+    the scaled arguments."""
     top = args[0]
     for v in args[1:]:
         top = jnp.maximum(top, v)
-    half = jnp.finfo(top.dtype).maxexp // 2  # 512, 64: even
+    info = jnp.finfo(top.dtype)
+    half = info.maxexp // 2  # 512, 64: even
     up = jnp.where(top < 2.0**-half, 2.0**half, 1.0)
     scale = jnp.where(top > 2.0 ** (2 * half - 4), 1 / 16, up).astype(top.dtype)
-    return scale, [v * scale for v in args]
+    lifted = 2.0 ** (info.minexp - info.nmant + half)  # 2^e · 2^half, normal
+
+    def scaled(v):
+        _, mant, sub = _bits(v)
+        lift = jnp.where(scale > 1, mant.astype(v.dtype) * lifted, v)  # (× 1 would flush v)
+        return jnp.where(sub, lift, v * scale)
+
+    return scale, [scaled(v) for v in args]
+
+
+def _diverges(value, *conditions):
+    """value, +∞ where any condition holds (an integral whose arguments make it diverge)."""
+    bad = conditions[0]
+    for c in conditions[1:]:
+        bad = bad | c
+    return jnp.where(bad, jnp.inf, value)
+
+
+def _two_zero(x, y, z):
+    """At least two of x, y, z are 0."""
+    zx, zy, zz = _is_zero(x), _is_zero(y), _is_zero(z)
+    return (zx & zy) | (zy & zz) | (zx & zz)
 
 
 def _unscale(value, scale):
@@ -251,12 +307,12 @@ def _sort3(x, y, z):
 def _sqrt(x):
     """√x whose derivative at x = 0 is large but finite: an argument held at 0 (a zero
     tangent, as sorting or selecting gives it) then keeps a zero tangent, not 0·∞."""
-    return jnp.sqrt(x)
+    return _sqrt_any(x)
 
 
 @_sqrt.defjvp
 def _sqrt_jvp(primals, tangents):
-    s = jnp.sqrt(primals[0])
+    s = _sqrt_any(primals[0])
     return s, tangents[0] * (0.5 / jnp.maximum(s, jnp.finfo(s.dtype).tiny))
 
 
@@ -273,8 +329,10 @@ def _rf_tail(x, y, z):
 
 
 def elliprf(x, y, z):
-    """R_F(x, y, z) for x, y, z ≥ 0, at most one of them zero (DLMF 19.16.1)."""
+    """R_F(x, y, z) for x, y, z ≥ 0, at most one of them zero (DLMF 19.16.1; +∞ where two
+    are); subnormal arguments are read exactly."""
     x, y, z = jnp.broadcast_arrays(*_float(x, y, z))
+    two_zero = _two_zero(x, y, z)
     scale, (x, y, z) = _prescale(x, y, z)
 
     def step(_, xyz):
@@ -283,7 +341,7 @@ def elliprf(x, y, z):
         return 0.25 * (x + lam), 0.25 * (y + lam), 0.25 * (z + lam)
 
     x, y, z = lax.fori_loop(0, _dup_iterations(x.dtype), step, (x, y, z))
-    return jnp.sqrt(scale) * _rf_tail(x, y, z)
+    return _diverges(jnp.sqrt(scale) * _rf_tail(x, y, z), two_zero)
 
 
 def _rd_tail(X, Y, Z):
@@ -297,13 +355,15 @@ def _rd_tail(X, Y, Z):
 
 
 def elliprd(x, y, z):
-    """R_D(x, y, z) = R_J(x, y, z, z) for x, y ≥ 0 (not both zero), z > 0 (DLMF 19.16.5)."""
+    """R_D(x, y, z) = R_J(x, y, z, z) for x, y ≥ 0 (not both zero), z > 0 (DLMF 19.16.5; +∞
+    where x = y = 0 or z = 0); subnormal arguments are read exactly."""
     x, y, z = jnp.broadcast_arrays(*_float(x, y, z))
+    infinite = (_is_zero(x) & _is_zero(y)) | _is_zero(z)
     scale, (x, y, z) = _prescale(x, y, z)
 
     def step(_, carry):
         x, y, z, total, err, fac = carry
-        sz = jnp.sqrt(z)
+        sz = _sqrt(z)
         lam = _lam(_sqrt(x), _sqrt(y), sz)
         total, more = _two_sum(total, (fac / (z + lam)) / sz)  # compensated: 20 terms
         return 0.25 * (x + lam), 0.25 * (y + lam), 0.25 * (z + lam), total, err + more, fac / 4
@@ -316,7 +376,7 @@ def elliprd(x, y, z):
     Z = -(X + Y) / 3
     err = jnp.where(jnp.isfinite(total), err, 0.0)  # ∞ − ∞ where a term overflows
     value = (fac * _rd_tail(X, Y, Z) / a) / jnp.sqrt(a) + 3 * err + 3 * total
-    return _unscale(value, scale)
+    return _diverges(_unscale(value, scale), infinite)
 
 
 # R_C(1, 1 + e) = Σ (−e)^k / (2k + 1): the series for |e| ≤ ¼, to e^27 (¼^28/57 < ε/8)
@@ -362,7 +422,7 @@ def _rj_direct(x, y, z, p, fac):
     def step(full):
         def body(_, carry):
             x, y, z, p, total, err, fac = carry
-            sx, sy, sz, sp = _sqrt(x), _sqrt(y), _sqrt(z), jnp.sqrt(p)
+            sx, sy, sz, sp = _sqrt(x), _sqrt(y), _sqrt(z), _sqrt(p)
             lam = _lam(sx, sy, sz)
             a, b, c = sp + sx, sp + sy, sp + sz
             e = ((p - x) / (a * a)) * ((p - y) / (b * b)) * ((p - z) / (c * c))
@@ -397,15 +457,35 @@ def _rj_direct(x, y, z, p, fac):
     return (fac * tail / a) / jnp.sqrt(a) + 6 * err + 6 * total, _rf_tail(x, y, z)
 
 
+def _rj_unreliable(x, y, z, p):
+    """Where R_J's duplication cannot read a subnormal argument: p subnormal, two
+    subnormal, or one of x, y, z subnormal with another argument outside 2^(±maxexp/10)
+    (its R_C terms take differences and squares of roots that XLA's CPU arithmetic
+    flushes to 0: measured up to 30 % off there, within 2.6 ulp of mpmath with the other
+    three within 1e±30 in float64)."""
+    args = (x, y, z, p)
+    sub = [_bits(v)[2] for v in args]
+    bound = 2.0 ** (jnp.finfo(x.dtype).maxexp // 10)
+    moderate = [(v >= 1 / bound) & (v <= bound) for v in args]
+    read = jnp.zeros(x.shape, bool)
+    for i in range(3):  # a lone subnormal x, y or z among moderate arguments is read right
+        others = [moderate[j] for j in range(4) if j != i]
+        read = read | (sub[i] & others[0] & others[1] & others[2])
+    return (sub[0] | sub[1] | sub[2] | sub[3]) & ~read
+
+
 def elliprj(x, y, z, p):
     """R_J(x, y, z, p) for x, y, z ≥ 0 (at most one zero) and p > 0 (DLMF 19.16.2; no
-    Cauchy principal values for p < 0).
+    Cauchy principal values for p < 0); +∞ where two of x, y, z or p are 0; NaN where a
+    subnormal argument (below 2.2e-308 in float64) cannot be read (``_rj_unreliable``).
 
     For p > 64·max(x, y, z), where duplication would need log₄(p/max) more steps, the
     arguments are sorted x ≤ y ≤ z and DLMF 19.20.14 trades p for q = x + (y − x)(p − z)/
     (p − y) ∈ [x, y]: (p − y) R_J(p) = 3 R_F + (y − q) R_J(q) − 3√y R_C(xz, pq), whose
     last term is below a fifth of the first (no cancellation)."""
     x, y, z, p = jnp.broadcast_arrays(*_float(x, y, z, p))
+    infinite = _two_zero(x, y, z) | _is_zero(p)
+    subnormal = _rj_unreliable(x, y, z, p)
     scale, (x, y, z, p) = _prescale(x, y, z, p)
     x, y, z = _sort3(x, y, z)
     huge = p > _HUGE_P * z
@@ -421,7 +501,8 @@ def elliprj(x, y, z, p):
     rc = jnp.arctan2(jnp.sqrt(1 - t), root_t) / jnp.sqrt(1 - t)
     ymq = (z - y) / (ph - y) * value  # (y − q) R_J(q)
     swapped = (3 * rf + ymq - 3 * jnp.sqrt(y / qs) * (rc / jnp.sqrt(ph))) / (ph - y)
-    return _unscale(jnp.where(huge, swapped, value), scale)
+    value = _unscale(jnp.where(huge, swapped, value), scale)
+    return _diverges(jnp.where(subnormal, jnp.nan, value), infinite)
 
 
 # --- Legendre's integrals -----------------------------------------------------------------
