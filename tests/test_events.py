@@ -350,6 +350,23 @@ def test_terminal_steps_keep_what_happened_before_the_end():
     assert int(sol.events["end"].count) == 1 and int(sol.events["later"].count) == 0
 
 
+def test_a_save_time_at_the_terminal_crossing_is_a_result():
+    """A save time at exactly a terminal event's time counts (before: NaN): inside a step
+    (t = 0.333, h = 0.01, 0.1, 0.3) and where the crossing falls on a step's end (t = 1.5,
+    h = 0.5), with simulate and integrate, alone and in a batch; a time past it does not."""
+    x0 = (np.array([1.0]), np.array([0.0]))
+    for T, h in ((0.333, 0.01), (0.333, 0.1), (0.333, 0.3), (1.5, 0.5)):
+        end = Event(lambda t, x, T=T: t - T, direction=1, terminal=True, name="end")
+        times = [T, T + 0.25 * h]
+        for run in (mi.simulate, mi.integrate):
+            q = np.asarray(run(HO, Rotation(), x0, h, 40, events=[end], save_at=times).x[0])
+            assert abs(q[0, 0] - np.cos(T)) < 1e-15 and np.isnan(q[1, 0]), (T, h, run)
+        batch = (np.array([[1.0], [0.5]]), np.array([[0.0], [0.1]]))
+        qb = np.asarray(mi.simulate(HO, Rotation(), batch, h, 40, events=[end],
+                                    save_at=times).x[0])  # fmt: skip
+        assert np.all(np.isfinite(qb[:, 0])) and np.all(np.isnan(qb[:, 1])), (T, h)
+
+
 def test_save_at_keeps_the_wrappers_parts():
     """The attitude carried along (and a compensated run's correction) at the save times:
     the states at a step's time equal the regular samples there, bit for bit (before,

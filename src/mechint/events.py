@@ -445,10 +445,18 @@ def saved_at(system, integrator: Integrator, h, tau, watch: Watch, ends, end_tau
         at_step = jax.tree.map(lambda a, d: a + (d - jax.lax.stop_gradient(d)), x, drift)
         return jax.tree.map(lambda a, b: jnp.where(tau == 0, a, b), at_step, x1)
 
+    # A time in the step a terminal event ended counts up to the crossing (to a few ulp of
+    # h: T given as the crossing's time rounds to either side of the located root).  A
+    # crossing at the step's very end (the condition 0 at t_k) ends the run in step k,
+    # whose sample holds the step's start: a time T = t_k is that state a whole step on.
+    slack = 4 * jnp.spacing(jax.lax.stop_gradient(jnp.abs(jnp.asarray(h, real))))
+    end_tau = end_tau[..., None]
+    at_end = (at.steps == watch.stop[..., None]) & (tau == 0) & (end_tau >= jnp.abs(h) - slack)
+    tau_each = jnp.where(at_end, jnp.asarray(h, real), tau)  # per member (and time)
     over = jax.vmap(one, in_axes=(0, 0))
     if batched:
-        over = jax.vmap(over, in_axes=(0, None))
-    x = over(at.xs, tau)
+        over = jax.vmap(over, in_axes=(0, 0))
+    x = over(at.xs, tau_each)
     if not whole:
         x = unwrap_all(integrator, x)[0]
     reach = at.steps + (tau != 0).astype(at.steps.dtype)  # steps a result at T_j needs
@@ -456,8 +464,8 @@ def saved_at(system, integrator: Integrator, h, tau, watch: Watch, ends, end_tau
     # a time inside the run (traced times are not checked before), reached in order
     inside = (reach <= steps) & (jnp.sign(h) * tau >= 0) & (jnp.abs(tau) < jnp.abs(h))
     reached = jnp.arange(tau.shape[0], dtype=at.j.dtype) < at.j
-    in_last = (at.steps + 1 == watch.stop[..., None]) & (jnp.abs(tau) <= end_tau[..., None])
-    valid = reached & inside & ((reach < end[..., None]) | in_last)
+    in_last = (at.steps + 1 == watch.stop[..., None]) & (jnp.abs(tau) <= end_tau + slack)
+    valid = reached & inside & ((reach < end[..., None]) | in_last | at_end)
     return _blank(valid, x)
 
 

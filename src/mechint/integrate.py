@@ -53,6 +53,7 @@ from mechint.maps import (
     Integrator,
     Reason,
     _column_leaf,
+    combine,
     entered,
     from_columns,
     over_members,
@@ -135,8 +136,15 @@ def initial_carry(x0, batch: int | None, real):
 
 def _member_step(integrator: Integrator, batched: bool):
     """``integrator.loop_step`` (its step, on the loop's state) over every member of a
-    batch (or the one state)."""
-    return over_members(integrator.loop_step, batched)
+    batch (or the one state), with the system's ``domain_status`` of the new state."""
+
+    def checked(system, z, h):
+        z_new, st = integrator.loop_step(system, z, h)
+        if not system.checks_domain or integrator.own_coordinates:
+            return z_new, st
+        return z_new, combine([st, system.domain_status(z_new)])
+
+    return over_members(checked, batched)
 
 
 def tracked_step(system, integrator: Integrator, h, batched: bool, columns_of=None):
@@ -229,7 +237,8 @@ def _loop_saves(system, integrator, carry, h, save_every, length: int, batched, 
     """``run_saves``' loop as it runs (see there)."""
     # a batch's steps on the state's columns (see ``tracked_step``), converted around
     # each segment; the state keeps its shapes, so ``like`` is the one at the start
-    columns = batched and not watching and integrator.batch_columns and _columns_in_loops()
+    columns = (batched and not watching and integrator.batch_columns and _columns_in_loops()
+               and not system.checks_domain)  # fmt: skip
     like = carry[0] if columns else None
     one_step = tracked_step(system, integrator, h, batched, columns_of=like)
     state = (lambda c: c[0]) if not watching else (lambda c: c[0][0])

@@ -48,6 +48,7 @@ class Reason(enum.IntEnum):
     STEP_SIZE = 6
     UNSUPPORTED = 7
     CLOSE_ENCOUNTER = 8
+    OUT_OF_DOMAIN = 9
 
     @property
     def text(self) -> str:
@@ -86,6 +87,10 @@ _REASON_TEXT = {
         "distance / the encounter distance); NBody.close_pair names them"
     ),
     Reason.STEP_SIZE: "the step-size control gave a step that is not positive and finite",
+    Reason.OUT_OF_DOMAIN: (
+        "the new state lies outside the system's domain (``System.domain_status``: a time "
+        "transformation's g ≤ 0; residual = how far below 0)"
+    ),
 }
 
 REASON_LABELS = tuple(r.label for r in Reason)

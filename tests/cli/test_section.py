@@ -76,6 +76,17 @@ def test_drawn_states_lie_at_the_energy_at_any_scale():
     assert caught.value.parameter == "energy"
 
 
+@pytest.mark.parametrize("system, surface", [("pendulum", "q_1=0"), ("pendulum", "p_1=0"),
+                                              ("lotka-volterra", "x_1=1")])  # fmt: skip
+def test_a_section_of_a_two_component_state_is_refused(tmp_path, capsys, system, surface):
+    """Two state components leave one on the surface, nothing to draw in a plane: one
+    line naming --surface (before: StopIteration, IndexError)."""
+    code, _, err = invoke(["section", "--system", system, "--surface", surface,
+                           "--integrator", "rk4", "--h", "0.1", "--steps", "10",
+                           "--out", str(tmp_path / "a.nc")], capsys)  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and "--surface" in err, err
+
+
 def test_energy_needs_a_separable_system(tmp_path, capsys):
     code, _, err = invoke(["section", "--system", "euler-top", "--inertia", "1,2,3",
                            "--surface", "m_1=0", "--energy", "1", "--integrator", "kahan",

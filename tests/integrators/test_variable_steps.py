@@ -166,3 +166,19 @@ def test_step_size_functions_that_are_not_positive_fail_or_are_refused():
     assert int(sol.failed_step) > 0 and int(sol.reason) == Reason.STEP_SIZE
     with pytest.raises(InputError, match="variable steps"):
         mi.integrate(KEPLER, ADAPTIVE, X0, 0.05, 400, save_at=[1.0])
+
+
+def test_a_step_to_where_g_is_not_positive_fails():
+    """The midpoint rule evaluates g between a step's ends only: a step that lands where
+    g ≤ 0 fails (``out-of-domain``, residual −g) and no saved sample is such a state
+    (before: g = −0.47 kept as a valid sample, K = NaN)."""
+    tt = S.TimeTransformed(KEPLER, lambda q, p: q[0] + 0.3)
+    x0 = KEPLER.periapsis_state(0.5)
+    traj = mi.simulate(tt, I.ImplicitMidpoint(), x0, 1.0, 12, 1, throw=False)
+    k = int(traj.failed_step)
+    assert k > 0 and list(np.atleast_1d(traj.reason)) == ["out-of-domain"]
+    q = np.asarray(traj.x[0])
+    valid = q[:k]  # the states before the failed step: g > 0 at each
+    assert np.all(valid[:, 0] + 0.3 > 0) and np.all(
+        np.isfinite(np.asarray(traj.invariants()["K"])[:k])
+    )

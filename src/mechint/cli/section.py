@@ -126,6 +126,7 @@ def handle(args: argparse.Namespace) -> int:
     if direction not in (-1, 0, 1):
         raise InputError("--direction", f"must be -1, 0 or 1, got {direction}")
     event, leaf, index = _surface_event(system, args.surface, direction)
+    axes = _axes(system, args.axes, leaf, index)
     if args.energy is not None:
         given = [f"--{n}" for n in model.given_state_options(args, system)]
         if given or model.preset_state(args) is not None:
@@ -143,7 +144,6 @@ def handle(args: argparse.Namespace) -> int:
     h = parsing.positive_float("--h", args.h)
     steps = parsing.whole("--steps", args.steps)
     crossings = parsing.whole("--crossings", args.crossings)
-    axes = _axes(system, args.axes, leaf, index)
     model.check_serves(integrator, system)
     out = io.check_writable(args.out, "--out", {".nc": "netcdf"})
     plot = io.check_writable(args.plot, "--plot", FIGURE_FORMATS) if args.plot else None
@@ -179,10 +179,14 @@ def _axes(system, text, leaf: int, index: int) -> tuple[tuple[int, int], tuple[i
             raise InputError("--axes", f"expected two components, got {text!r}", "e.g. q_2,p_2")
         got = [component(system, s, "--axes")[:2] for s in parts]
         return got[0], got[1]
-    if isinstance(system, Canonical) and leaf == 0:  # q_i fixed: another q and its p
-        j = next(k for k in range(system.dof) if k != index)
+    if isinstance(system, Canonical) and leaf == 0 and system.dof > 1:
+        j = next(k for k in range(system.dof) if k != index)  # q_i fixed: another q, its p
         return (0, j), (1, j)
     free = []
     for i, a in enumerate(jax.tree.leaves(system.example_state())):
         free += [(i, j) for j in range(int(np.size(a))) if (i, j) != (leaf, index)]
+    if len(free) < 2:
+        raise InputError("--surface", f"{system.name}'s state has {len(free) + 1} components: "
+                         "a section leaves too few to draw in a plane",
+                         "a section of a system of three components or more")  # fmt: skip
     return free[0], free[1]

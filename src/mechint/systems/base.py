@@ -140,6 +140,15 @@ class System(abc.ABC):
     def casimirs(self, x, /) -> dict[str, Any]:
         return {}
 
+    # whether ``domain_status`` checks anything (a run's loop then checks every new state)
+    checks_domain: ClassVar[bool] = False
+
+    def domain_status(self, x, /):
+        """The status of a new state x (one state) as a state of this system: a step
+        whose new state lies outside the domain fails with ``Reason.OUT_OF_DOMAIN``
+        (``checks_domain`` systems; None here: every finite state is one)."""
+        return None
+
     def invariant_scales(self, x, /) -> dict[str, Any]:
         """The size of the terms an invariant sums at x, by name, for those whose sum
         may cancel (a barycentric momentum is 0): their errors are measured relative to

@@ -172,6 +172,16 @@ class Kepler(Separable, ReducedEnergy, ExactSolution):
             "A2": -p[..., 0] * L - self.mu * q[..., 1] / r,
         }
 
+    def invariant_scales(self, x) -> dict:
+        """The size of the terms A and L sum (``System.invariant_scales``): |p||L| + μ for
+        A1, A2 (a component is 0 where A is along the other axis, at periapsis on q1),
+        |q1 p2| + |q2 p1| for L."""
+        q, p = x
+        L = q[..., 0] * p[..., 1] - q[..., 1] * p[..., 0]
+        size_a = jnp.sqrt(jnp.sum(p * p, axis=-1)) * jnp.abs(L) + self.mu
+        size_l = jnp.abs(q[..., 0] * p[..., 1]) + jnp.abs(q[..., 1] * p[..., 0])
+        return {"A1": size_a, "A2": size_a, "L": size_l}
+
     def periapsis_state(
         self, e: float | np.ndarray, a: float = 1.0
     ) -> tuple[np.ndarray, np.ndarray]:

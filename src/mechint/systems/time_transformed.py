@@ -44,7 +44,8 @@ class TimeTransformed(Canonical):
     other first integrals, at (q, p).  A run's h is the fictive step Δs; the physical
     time is the state's q[-1] (``Trajectory.t`` of a single trajectory reads it).  A
     step that meets g ≤ 0 fails (K is NaN there: a non-finite state, or for an implicit
-    map a Newton solve that does not converge), never gives a state."""
+    map a Newton solve that does not converge), never gives a state; a step whose new
+    state has g ≤ 0 fails with ``Reason.OUT_OF_DOMAIN`` (``domain_status``)."""
 
     base: Canonical
     g: Callable
@@ -80,6 +81,19 @@ class TimeTransformed(Canonical):
         g = self.g(q0, p0)
         g = jnp.where(g > 0, g, jnp.nan)  # g ≤ 0: no flow (the step fails as non-finite)
         return g * (self.base.energy(q0, p0) + e)
+
+    checks_domain: ClassVar[bool] = True
+
+    def domain_status(self, x, /):
+        """g > 0 at the new state (a map that evaluates g only between its ends, as the
+        midpoint rule does, may step to where g ≤ 0: that step fails, residual −g)."""
+        from mechint.maps import Reason, status
+
+        q, _, p, _ = self.split(*x)
+        g = self.g(q, p)
+        ok = g > 0
+        return status(ok, jnp.where(ok, 0.0, jnp.where(jnp.isnan(g), jnp.inf, -g)),
+                      Reason.OUT_OF_DOMAIN)  # fmt: skip
 
     def physical_time(self, x):
         """The physical time t of a state (or of samples of states)."""
