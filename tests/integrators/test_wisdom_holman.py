@@ -199,12 +199,9 @@ def test_gradients_through_a_run_reverse_equals_forward():
     dm = jnp.asarray([0.0, 1.0, -2.0])
     dq = jnp.asarray(np.random.default_rng(1).normal(size=(3, 3)))
 
-    @jax.jit
-    def both(m, q):  # one program: the linearization, forward and transposed (reverse mode)
-        value, vjp = jax.vjp(loss, m, q)
-        return jax.jvp(loss, (m, q), (dm, dq))[1], vjp(jnp.ones_like(value))
-
-    forward, (g_m, g_q) = both(masses, x0[0])
+    # two programs (compiled 14 s and 19 s here; as one program, 42 s)
+    forward = jax.jit(lambda m, q: jax.jvp(loss, (m, q), (dm, dq))[1])(masses, x0[0])
+    g_m, g_q = jax.jit(jax.grad(loss, argnums=(0, 1)))(masses, x0[0])
     reverse = jnp.sum(g_m * dm) + jnp.sum(g_q * dq)
     assert abs(float(reverse - forward)) <= 1e-10 * abs(float(forward)), (reverse, forward)
 
