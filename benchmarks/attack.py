@@ -639,6 +639,35 @@ print(int(abs(float(S.elliprf(1e-310, 1e-310, 1.0)) / 357.5938365946370 - 1) < 1
 """
 
 
+_COMPLEX = """
+import jax.numpy as jnp
+import mechint as mi
+S = mi.systems
+kin = lambda p: 0.5 * jnp.sum(p**2)
+for name, build in [
+    ("V", lambda: S.SeparableHamiltonian(kin, lambda q: jnp.sum(q**2) + 1j, dof=1)),
+    ("g", lambda: S.TimeTransformed(S.Kepler(), lambda q, p: jnp.sum(q**2) + 0j)),
+    ("force", lambda: S.Forced(S.Kepler(), lambda t, x: x[1] * (1 + 0j))),
+]:
+    try:
+        build()
+        print(0)
+    except mi.InputError as exc:
+        print(int(exc.parameter == name and "real floating" in str(exc)))
+    except Exception:
+        print(0)
+"""
+
+
+def item57_8(d):
+    """A potential, a time transformation's g, a force of a complex value: an InputError
+    naming it (before: read as real, or a raw traceback)."""
+    p = subprocess.run([sys.executable, "-c", _COMPLEX], capture_output=True, text=True,
+                       timeout=LIMIT)  # fmt: skip
+    marks = p.stdout.split()
+    return [p.returncode == 0 and len(marks) == 3 and m == "1" for m in marks] or [False]
+
+
 def item57_11(d):
     """Carlson's forms where they diverge (+inf, before finite: 2.04e6, 6.9e6) and at a
     subnormal argument (R_F(1e-310, 1e-310, 1) = 357.59..., before 2.04e6)."""
@@ -657,7 +686,7 @@ ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,
          "57.5 a terminal stop written as complete": item57_5,
          "57.3, 57.20 arguments of a wrong type": item57_3_20,
          "57.2, 57.14, 57.22 (part) energies, messages": item57_2_14_22,
-         "57.11 Carlson's forms": item57_11}  # fmt: skip
+         "57.11 Carlson's forms": item57_11, "57.8 complex user functions": item57_8}  # fmt: skip
 
 
 def main(quick: bool = False) -> None:

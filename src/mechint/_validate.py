@@ -43,6 +43,18 @@ def _fmt(value) -> str:
         return repr(value)
 
 
+def real_output(name: str, out) -> None:
+    """A user function's output (an array or a ``jax.ShapeDtypeStruct``, or a pytree of
+    them) is of a real floating type: a complex one would be read as its real part, an
+    integer or boolean one has no derivative."""
+    for leaf in jax.tree.leaves(out):
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is None or not jnp.issubdtype(dtype, jnp.floating):
+            got = dtype or type(leaf).__name__
+            raise InputError(name, f"must return real floating numbers, returned {got}",
+                             "return a real value (jnp.real(...); 0.0, not 0)")  # fmt: skip
+
+
 def real_array(name: str, value, shape: Sequence[int] | None = None) -> Any:
     """``value`` as a finite float64 array (of ``shape`` when given), else ``InputError``.
     A traced value is returned as it is, its shape and dtype checked."""

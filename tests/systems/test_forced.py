@@ -138,3 +138,33 @@ def test_transforms_and_the_other_entry_points_see_the_same_system():
         S.Forced(S.Kepler(), dissipation=lambda x: -jnp.eye(2))
     with pytest.raises(InputError, match="time-transformed"):
         S.Forced(S.TimeTransformed(S.Kepler(), lambda q, p: jnp.sum(q**2)), _push)
+
+
+def test_a_user_function_of_a_complex_or_integer_value_is_refused():
+    """H, V, g, a force, a rigid-body potential, an angular velocity and σ returning a
+    complex (read as its real part before, or a raw "grad requires real-valued
+    outputs") or an integer value: one InputError naming the function."""
+    import jax.numpy as jnp
+
+    import mechint as mi
+
+    S = mi.systems
+    kin = lambda p: 0.5 * jnp.sum(p**2)  # noqa: E731
+    cases = [
+        ("V", lambda: S.SeparableHamiltonian(kin, lambda q: jnp.sum(q**2).astype(complex), dof=1)),
+        ("V", lambda: S.SeparableHamiltonian(kin, lambda q: 0, dof=1)),
+        ("g", lambda: S.TimeTransformed(S.Kepler(), lambda q, p: jnp.sum(q**2).astype(complex))),
+        ("force", lambda: S.Forced(S.Kepler(), lambda t, x: x[1].astype(complex))),
+        ("potential", lambda: S.RigidBodies([[1, 1.5, 2]], mass=1.0,
+                                            potential=lambda x, R: jnp.sum(x).astype(complex))),
+        ("omega", lambda: S.AttitudeKinematics(lambda t: jnp.ones(3, complex))),
+    ]  # fmt: skip
+    for name, build in cases:
+        with pytest.raises(mi.InputError, match="real floating") as caught:
+            build()
+        assert caught.value.parameter == name
+    sigma = mi.integrators.ReversibleAdaptive(mi.integrators.StormerVerlet(),
+                                              lambda x: jnp.sum(x[0] ** 2).astype(complex))  # fmt: skip
+    with pytest.raises(mi.InputError, match="real floating") as caught:
+        mi.simulate(S.Kepler(), sigma, S.Kepler().periapsis_state(0.5), 0.01, 10)
+    assert caught.value.parameter == "sigma"

@@ -90,7 +90,9 @@ class ReversibleAdaptive(Wrapper):
             if c.shape != want or not np.all(c[..., 1] > 0):
                 raise InputError("clock", f"expected (t, ρ > 0) of shape {want}, got {c.shape}")
             return c.astype(real)
-        s = np.asarray(jax.jit(sigma)(x0), dtype=np.float64)
+        s = jax.jit(sigma)(x0)
+        _validate.real_output("sigma", s)
+        s = np.asarray(s, dtype=np.float64)
         if not np.all(np.isfinite(s) & (s > 0)):
             raise InputError("sigma", f"must be positive and finite at x0, got {s.min():g}",
                              "a step-size function sigma(x) > 0")  # fmt: skip

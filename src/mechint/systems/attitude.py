@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechint._pytree import register_pytree
-from mechint._validate import real_array, rotations, traced
+from mechint._validate import real_array, real_output, rotations, traced
 from mechint.errors import InputError
 from mechint.lie import so3
 from mechint.systems.base import System, kahan_clock
@@ -62,6 +62,7 @@ class AttitudeKinematics(System):
                 f"could not be evaluated at a time: {type(exc).__name__}: {exc}",
                 "write it with jax.numpy: omega(t) -> shape (3,)",
             ) from None
+        real_output("omega", out)
         if getattr(out, "shape", None) != (3,):
             raise InputError("omega", f"must return shape (3,), got "
                              f"{getattr(out, 'shape', type(out).__name__)}")  # fmt: skip

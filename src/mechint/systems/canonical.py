@@ -38,7 +38,7 @@ from jaxtyping import Array, Float
 
 from mechint import maps
 from mechint._pytree import register_pytree
-from mechint._validate import count, real_array, traced
+from mechint._validate import count, real_array, real_output, traced
 from mechint.errors import InputError
 from mechint.systems.base import (
     NaturalSplit,
@@ -84,6 +84,7 @@ def _scalar_function(name: str, fn, nargs: int, dof: int, params=None, time: boo
             f"must return a scalar, returned shape {getattr(out, 'shape', type(out).__name__)}",
             "sum over components, e.g. 0.5 * jnp.sum(p**2)",
         )
+    real_output(name, out)
 
 
 class Canonical(PoissonSystem):

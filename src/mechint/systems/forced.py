@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechint._pytree import register_pytree
-from mechint._validate import real_array, traced
+from mechint._validate import real_array, real_output, traced
 from mechint.errors import InputError
 from mechint.systems.base import BodiesInPotential, PoissonSystem, System, kahan_clock
 from mechint.systems.canonical import Canonical, _parameters
@@ -222,6 +222,7 @@ class Forced(System):
                     f"{type(exc).__name__}: {exc}",
                     f"write it as {signature} with jax.numpy, so it can be traced",
                 ) from None
+            real_output(label, out)
             if getattr(out, "shape", None) != shapes[label]:
                 what = "on p" if canonical else "in the coordinates z"
                 raise InputError(

@@ -65,7 +65,7 @@ from jaxtyping import Array, Float
 
 from mechint import maps
 from mechint._pytree import register_pytree
-from mechint._validate import real_array, rotation_tolerance, shown, traced
+from mechint._validate import real_array, real_output, rotation_tolerance, shown, traced
 from mechint.errors import InputError
 from mechint.lie import orthonormalize, so3
 from mechint.systems.base import (
@@ -814,6 +814,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
                 "write it with jax.numpy, as V(x, R) (V(R) with mass=None; V(t, x, R) "
                 "where time_dependent), plus params if given",
             ) from None
+        real_output("potential", out)
         if getattr(out, "shape", None) != ():
             raise InputError(
                 "potential",
