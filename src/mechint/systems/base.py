@@ -143,7 +143,7 @@ class System(abc.ABC):
     # whether ``domain_status`` checks anything (a run's loop then checks every new state)
     checks_domain: ClassVar[bool] = False
 
-    def domain_status(self, x, /):
+    def domain_status(self, x, /) -> Any:
         """The status of a new state x (one state) as a state of this system: a step
         whose new state lies outside the domain fails with ``Reason.OUT_OF_DOMAIN``
         (``checks_domain`` systems; None here: every finite state is one)."""
