@@ -668,6 +668,25 @@ def item57_8(d):
     return [p.returncode == 0 and len(marks) == 3 and m == "1" for m in marks] or [False]
 
 
+def item57_21(d):
+    """A --potential module imported only for a command otherwise valid: --steps -1, or an
+    unwritable --out, refused before the module runs (before: imported first)."""
+    (d / "marker_mod.py").write_text(
+        "import pathlib\npathlib.Path(__file__).with_suffix('.ran').touch()\n"
+        "def V(x, R):\n    return 0.0 * x.sum()\n"
+    )
+    rows = []
+    for bad in (
+        ["--steps", "-1", "--out", d / "a.nc"],
+        ["--steps", "10", "--out", d / "no" / "a.nc"],
+    ):
+        code, _, err = mechint(["run", "--system", "rigid-bodies", "--inertia", "1,1.5,2",
+                                "--mass", "1", "--potential", "marker_mod:V", "--integrator",
+                                "lie-group-variational", "--h", "0.01", *bad], cwd=d)  # fmt: skip
+        rows.append(clean(code, err, (2,)) and not (d / "marker_mod.ran").exists())
+    return rows
+
+
 def item57_11(d):
     """Carlson's forms where they diverge (+inf, before finite: 2.04e6, 6.9e6) and at a
     subnormal argument (R_F(1e-310, 1e-310, 1) = 357.59..., before 2.04e6)."""
@@ -686,7 +705,8 @@ ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,
          "57.5 a terminal stop written as complete": item57_5,
          "57.3, 57.20 arguments of a wrong type": item57_3_20,
          "57.2, 57.14, 57.22 (part) energies, messages": item57_2_14_22,
-         "57.11 Carlson's forms": item57_11, "57.8 complex user functions": item57_8}  # fmt: skip
+         "57.11 Carlson's forms": item57_11, "57.8 complex user functions": item57_8,
+         "57.21 code imported last": item57_21}  # fmt: skip
 
 
 def main(quick: bool = False) -> None:

@@ -98,7 +98,7 @@ def test_check_of_a_planetary_preset_reads_round_off_as_round_off(capsys):
 def test_an_integral_zero_at_the_state_is_measured_against_its_terms(capsys):
     """Kepler at periapsis has A2 = 0: Störmer–Verlet's one-step change of A2 is measured
     against the size of A's terms (|p||L| + μ), an O(h^3) defect, not 9.5e12 (against
-    |A2(x0)| = 0); L is kept to round-off."""
+    |A2(x0)| = 0)."""
     v = _verdicts("--system kepler --integrator stormer-verlet", capsys)
     a2 = next(p for k, p in v.items() if k.endswith("A2"))
     assert a2["defect"] < 1e-3 and a2["verdict"].startswith("O(h^"), a2

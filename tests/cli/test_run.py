@@ -127,6 +127,28 @@ def test_unwritable_output_is_rejected(tmp_path, capsys, monkeypatch, out, needl
     assert code == 2 and "--out" in stderr and needle in stderr
 
 
+def test_a_potential_module_is_imported_only_for_an_otherwise_valid_command(
+    tmp_path, capsys, monkeypatch
+):
+    """--steps -1 or an unwritable --out is refused before the --potential module is
+    imported (importing it runs it); a valid command imports it."""
+    (tmp_path / "marker_potential.py").write_text(
+        "import pathlib\npathlib.Path(__file__).with_suffix('.ran').touch()\n"
+        "def V(x, R):\n    return 0.0 * x.sum()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    base = ["run", "--system", "rigid-bodies", "--inertia", "1,1.5,2", "--mass", "1",
+            "--potential", "marker_potential:V", "--integrator", "lie-group-variational",
+            "--h", "0.01", "--x0", "0,0,0", "--p0", "0,0,0", "--Pi0", "0.1,0.2,0.3"]  # fmt: skip
+    ran = tmp_path / "marker_potential.ran"
+    for bad in (["--steps", "-1", "--out", str(tmp_path / "a.nc")],
+                ["--steps", "10", "--out", str(tmp_path / "no" / "a.nc")]):  # fmt: skip
+        code, _, err = invoke([*base, *bad], capsys)
+        assert code == 2 and err.count("\n") == 1 and not ran.exists(), err
+    code, _, err = invoke([*base, "--steps", "10", "--out", str(tmp_path / "a.nc")], capsys)
+    assert code == 0 and ran.exists(), err
+
+
 def test_bad_plot_path(tmp_path, capsys):
     code, _, stderr = _run([*BASE, "--out", str(tmp_path / "a.nc"), "--plot", "a.jpgx"], capsys)
     assert code == 2 and "--plot" in stderr

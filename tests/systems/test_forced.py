@@ -163,8 +163,8 @@ def test_a_user_function_of_a_complex_or_integer_value_is_refused():
         with pytest.raises(mi.InputError, match="real floating") as caught:
             build()
         assert caught.value.parameter == name
-    sigma = mi.integrators.ReversibleAdaptive(mi.integrators.StormerVerlet(),
-                                              lambda x: jnp.sum(x[0] ** 2).astype(complex))  # fmt: skip
+    complex_sigma = lambda x: jnp.sum(x[0] ** 2).astype(complex)  # noqa: E731
+    sigma = mi.integrators.ReversibleAdaptive(mi.integrators.StormerVerlet(), complex_sigma)
     with pytest.raises(mi.InputError, match="real floating") as caught:
         mi.simulate(S.Kepler(), sigma, S.Kepler().periapsis_state(0.5), 0.01, 10)
     assert caught.value.parameter == "sigma"

@@ -103,23 +103,27 @@ def prepare(args: argparse.Namespace) -> tuple[Plan, Path, Path | None]:
     from mechint.plot import FIGURE_FORMATS  # matplotlib only when a command draws
 
     model.relabel("--integrator", integrators.get, args.integrator)  # an unknown name first
+    # the numbers and the files before the system is built (a --potential module is
+    # imported, and so run, only for a command that is otherwise valid)
+    h = parsing.positive_float("--h", args.h)
+    steps = parsing.whole("--steps", args.steps)
+    save_every = None
+    if args.save_every is not None:
+        save_every = parsing.whole("--save-every", args.save_every)
+    parsing.nonnegative_float("--checkpoint-every", args.checkpoint_every)
+    out = io.check_writable(args.out, "--out")
+    plot = io.check_writable(args.plot, "--plot", FIGURE_FORMATS) if args.plot else None
     system = model.build_system(args)
     integrator = model.build_integrator(args, system)
     x0, g0 = model.initial_state(args, system)
-    h = parsing.positive_float("--h", args.h)
-    steps = parsing.whole("--steps", args.steps)
-    if args.save_every is None:
+    if save_every is None:
         save_every = auto_save_every(steps)
         if not args.quiet and save_every > 1:
             print(f"saving every {save_every} steps ({steps // save_every + 1} samples; "
                   "--save-every to choose)", file=sys.stderr)  # fmt: skip
-    else:
-        save_every = parsing.whole("--save-every", args.save_every)
     model.check_serves(integrator, system)
     plan = make_plan(system, integrator, x0, h, steps, save_every, dtype=args.dtype,
                      orientation=g0, compensated=args.compensated, names=OPTIONS)  # fmt: skip
-    out = io.check_writable(args.out, "--out")
-    plot = io.check_writable(args.plot, "--plot", FIGURE_FORMATS) if args.plot else None
     estimate = resources.footprint(plan.system, x0, steps, plan.save_every, dtype=plan.dtype,
                                    orientation=g0 is not None, csv=out.suffix.lower() == ".csv",
                                    streamed=True)  # fmt: skip

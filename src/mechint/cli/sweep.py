@@ -23,7 +23,9 @@ def add_parser(sub) -> None:
         "one dataset with a dimension per swept parameter.",
         epilog="example:\n  mechint sweep experiment.toml --out results.nc --cluster local:2",
     )
-    p.add_argument("experiment", help="the experiment file (.toml)")
+    p.add_argument("experiment", help="the experiment file (.toml); a potential it names as "
+                   "package.module:function is imported and run like code: trust the file "
+                   "as you would a script")  # fmt: skip
     p.add_argument("--out", required=True, help="output file (.nc)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--scheduler", help="a running Dask scheduler, tcp://HOST:PORT")

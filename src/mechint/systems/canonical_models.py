@@ -173,14 +173,12 @@ class Kepler(Separable, ReducedEnergy, ExactSolution):
         }
 
     def invariant_scales(self, x) -> dict:
-        """The size of the terms A and L sum (``System.invariant_scales``): |p||L| + μ for
-        A1, A2 (a component is 0 where A is along the other axis, at periapsis on q1),
-        |q1 p2| + |q2 p1| for L."""
+        """The size of the terms A sums (``System.invariant_scales``): |p||L| + μ for A1
+        and A2 (a component is 0 where A is along the other axis, at periapsis on q1)."""
         q, p = x
         L = q[..., 0] * p[..., 1] - q[..., 1] * p[..., 0]
         size_a = jnp.sqrt(jnp.sum(p * p, axis=-1)) * jnp.abs(L) + self.mu
-        size_l = jnp.abs(q[..., 0] * p[..., 1]) + jnp.abs(q[..., 1] * p[..., 0])
-        return {"A1": size_a, "A2": size_a, "L": size_l}
+        return {"A1": size_a, "A2": size_a}
 
     def periapsis_state(
         self, e: float | np.ndarray, a: float = 1.0

@@ -302,7 +302,8 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         Parameter("inertia", "principal moments, a row I1,I2,I3 per body (or 9 numbers: the "
                   "tensor)", _inertia_rows, example="1,1.5,2;2,2,3"),
         Parameter("mass", "one mass per body (or one for all); none: centres fixed"),
-        Parameter("potential", 'V(x, R) (V(R) without masses): "package.module:function"',
+        Parameter("potential", 'V(x, R) (V(R) without masses): "package.module:function" '
+                  "(imported, so run: trust it as code)",
                   lambda text: {"potential": text}, text=True,
                   example="mypotentials:gravity"),
         Parameter("params", "numbers passed to the potential as its third argument",
