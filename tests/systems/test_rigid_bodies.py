@@ -152,7 +152,7 @@ def test_bad_inertia_mass_and_flags_are_refused():
     _check("mass.*one mass per body", lambda: RigidBodies([[1, 1, 1]] * 2, mass=[1, 2, 3]))
     # one mass for all, as a number or as the command line's one-entry list
     for one in (2.0, [2.0]):
-        assert np.array_equal(RigidBodies([[1, 1, 1]] * 2, mass=one).mass, [2.0, 2.0])
+        assert np.array_equal(np.asarray(RigidBodies([[1, 1, 1]] * 2, mass=one).mass), [2.0, 2.0])
     _check("mass.*> 0", lambda: RigidBodies([[1, 1, 1]], mass=0.0))
     _check(
         "translation_invariant.*fixed", lambda: RigidBodies([[1, 1, 1]], translation_invariant=True)
