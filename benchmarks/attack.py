@@ -687,6 +687,27 @@ def item57_21(d):
     return rows
 
 
+def item57_16(d):
+    """Buffers sized before any work: section --count 1e12, --count 1e7, --crossings 1e12,
+    --box 1e308, simulate(max_events=10**12) (before: MemoryError, 92 s then
+    RESOURCE_EXHAUSTED, OverflowError, an int32 overflow in JAX)."""
+    base = ["section", "--system", "henon-heiles", "--surface", "q_1=0", "--integrator",
+            "stormer-verlet", "--h", "0.05", "--steps", "100", "--energy", "0.1"]  # fmt: skip
+    rows = []
+    for extra in (["--count", "1e12"], ["--count", "1e7"], ["--crossings", "1e12"],
+                  ["--box", "1e308"]):  # fmt: skip
+        code, _, err = mechint([*base, *extra, "--out", d / "s.nc"], timeout=20)
+        rows.append(clean(code, err, (2,)) and extra[0] in err)
+    code = ("import mechint as mi\nk = mi.systems.Kepler()\ntry:\n    mi.simulate(k, "
+            "mi.integrators.StormerVerlet(), k.periapsis_state(0.5), 0.01, 10, events=["
+            "mi.Event(lambda t, x: x[0][1])], max_events=10**12)\n    print(0)\nexcept "
+            "mi.InputError as e:\n    print(int(e.parameter == 'max_events'))\nexcept "
+            "Exception:\n    print(0)\n")  # fmt: skip
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=LIMIT)  # fmt: skip
+    return [*rows, p.stdout.split() == ["1"]]
+
+
 def item57_11(d):
     """Carlson's forms where they diverge (+inf, before finite: 2.04e6, 6.9e6) and at a
     subnormal argument (R_F(1e-310, 1e-310, 1) = 357.59..., before 2.04e6)."""
@@ -706,7 +727,7 @@ ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,
          "57.3, 57.20 arguments of a wrong type": item57_3_20,
          "57.2, 57.14, 57.22 (part) energies, messages": item57_2_14_22,
          "57.11 Carlson's forms": item57_11, "57.8 complex user functions": item57_8,
-         "57.21 code imported last": item57_21}  # fmt: skip
+         "57.21 code imported last": item57_21, "57.16 buffers sized first": item57_16}  # fmt: skip
 
 
 def main(quick: bool = False) -> None:

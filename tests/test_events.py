@@ -350,6 +350,23 @@ def test_terminal_steps_keep_what_happened_before_the_end():
     assert int(sol.events["end"].count) == 1 and int(sol.events["later"].count) == 0
 
 
+def test_buffers_that_cannot_fit_are_refused_before_any_work():
+    """10¹² event slots, 10⁶ slots × 10⁶ members, 10⁷ save times × 10⁶ members: an
+    InputError naming the parameter with the size (before: MemoryError, an int32
+    overflow deep in JAX, or minutes of work)."""
+    up = Event(lambda t, x: x[0][1], name="up")
+    many = (np.zeros((10**6, 1)), np.ones((10**6, 1)))
+    cases = [((X0, {"events": [up], "max_events": 10**12}), "max_events"),
+             ((many, {"events": [up], "max_events": 10**6}), "max_events"),
+             ((many, {"save_at": np.linspace(0.0, 1.0, 10**7)}), "save_at")]  # fmt: skip
+    for (x0, kw), name in cases:
+        for run in (mi.simulate, mi.integrate):
+            system = HH if x0 is X0 else HO
+            with pytest.raises(InputError, match="memory is available") as caught:
+                run(system, I.StormerVerlet(), x0, 0.01, 100, **kw)
+            assert caught.value.parameter == name
+
+
 def test_a_save_time_at_the_terminal_crossing_is_a_result():
     """A save time at exactly a terminal event's time counts (before: NaN): inside a step
     (t = 0.333, h = 0.01, 0.1, 0.3) and where the crossing falls on a step's end (t = 1.5,

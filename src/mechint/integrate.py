@@ -678,6 +678,11 @@ def integrate(
         real = jnp.dtype(_validate.real_dtype("float32" if single else "float64"))
     else:
         real = jnp.dtype(_validate.real_dtype(dtype))
+    members = jax.tree.leaves(x0)[0].shape[0] if batched else 1
+    if not _validate.traced(x0):
+        from mechint.resources import require_run_buffers
+
+        require_run_buffers(x0, members, len(events), max_events, save_at, real.itemsize)
     at = None
     if save_at is not None:
         if save_every != steps:

@@ -137,6 +137,7 @@ def make_plan(
         watched, cap = check_events(events, plan.system, base, plan.batched, max_events)
         plan = dataclasses.replace(plan, step0=step0, events=watched, max_events=cap,
                                    loop_state=_loop_state(plan, loop_state))  # fmt: skip
+        _buffers_fit(plan, save_at)
         if save_at is None:
             return plan
         if plan.save_every != 1:
@@ -149,6 +150,14 @@ def make_plan(
         if names and exc.parameter in names:
             raise type(exc)(names[exc.parameter], exc.problem, exc.fix) from None
         raise
+
+
+def _buffers_fit(plan: Plan, save_at) -> None:
+    """The events' slots and the states at the save times fit in memory."""
+    from mechint.resources import require_run_buffers
+
+    require_run_buffers(plan.x0, plan.batch if plan.batched else 1, len(plan.events),
+                        plan.max_events, save_at, np.dtype(plan.dtype).itemsize)  # fmt: skip
 
 
 def _loop_state(plan: Plan, given):

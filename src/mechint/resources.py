@@ -140,6 +140,34 @@ def require_fits(estimate: Footprint, steps: int, save_every: int, out: Path | N
             )
 
 
+def require_buffer(parameter: str, numbers: float, what: str, fix: str,
+                   itemsize: int = 8) -> None:  # fmt: skip
+    """InputError naming ``parameter`` when a buffer of ``numbers`` numbers (events'
+    slots, states at save times, drawn states) would not fit in the available memory,
+    checked before anything is allocated."""
+    need = float(numbers) * itemsize
+    have = available_memory()
+    if have is not None and need > _SHARE * have:
+        raise InputError(parameter, f"{what} would take {_size(need)}, and "
+                         f"{_size(have)} of memory is available", fix)  # fmt: skip
+
+
+def require_run_buffers(x0, members: int, n_events: int, max_events: int, save_at,
+                        itemsize: int = 8) -> None:  # fmt: skip
+    """A run's events' slots (a crossing holds a state, its step and time) and states at
+    the save times fit in memory: ``require_buffer``, before any is allocated."""
+    state = sum(int(np.size(a)) for a in jax.tree.leaves(x0)) // max(members, 1)
+    if n_events:
+        require_buffer("max_events", n_events * members * max_events * (state + 2.0),
+                       f"{n_events} event(s) × {members} member(s) × {max_events} crossings",
+                       "keep fewer crossings (max_events)", itemsize)  # fmt: skip
+    if save_at is not None:
+        times = int(np.size(save_at))
+        require_buffer("save_at", times * members * (state + 1.0),
+                       f"{times} save times × {members} member(s)",
+                       "save fewer times, or run fewer members at once", itemsize)  # fmt: skip
+
+
 def _size(n: float) -> str:
     for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
         if n < 1000 or unit == "PB":

@@ -52,6 +52,9 @@ def test_a_section_at_an_energy_is_written_with_its_figure(tmp_path, capsys):
         (["--axes", "q_1", "--q0", "0,0.1", "--p0", "0.3,0"], "--axes"),
         (["--energy", "-1"], "--energy"),
         (["--energy", "0.1", "--q0", "0,0.1", "--p0", "0.3,0"], "--energy"),
+        (["--energy", "0.1", "--count", "1e12"], "--count"),  # sized before the draw
+        (["--energy", "0.1", "--count", "20", "--crossings", "1e12"], "--count"),
+        (["--energy", "0.1", "--box", "1e308"], "--box"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, extra, needle):

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechint import io
+from mechint import io, resources
 from mechint.cli import guard, model, parsing
 from mechint.errors import InputError
 from mechint.events import Event
@@ -113,7 +113,8 @@ def draw_on_surface(system, leaf: int, index: int, value: float, energy: float, 
         return system.section_states(index, value, energy, count, seed=seed, box=box,
                                      sign=-1.0 if direction < 0 else 1.0)  # fmt: skip
     except InputError as exc:
-        raise InputError("--energy", exc.problem, exc.fix) from None
+        name = "--box" if exc.parameter == "box" else "--energy"
+        raise InputError(name, exc.problem, exc.fix) from None
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -127,6 +128,9 @@ def handle(args: argparse.Namespace) -> int:
         raise InputError("--direction", f"must be -1, 0 or 1, got {direction}")
     event, leaf, index = _surface_event(system, args.surface, direction)
     axes = _axes(system, args.axes, leaf, index)
+    h = parsing.positive_float("--h", args.h)
+    steps = parsing.whole("--steps", args.steps)
+    crossings = parsing.whole("--crossings", args.crossings)
     if args.energy is not None:
         given = [f"--{n}" for n in model.given_state_options(args, system)]
         if given or model.preset_state(args) is not None:
@@ -134,16 +138,18 @@ def handle(args: argparse.Namespace) -> int:
                              f"{', '.join(given) or '--preset'} gives one too",
                              "give --energy or an initial state, not both")  # fmt: skip
         value = component(system, args.surface, "--surface")[2]
+        count = parsing.whole("--count", args.count)
+        # the crossings of every drawn state, sized before the draw (fewer --count)
+        state = sum(int(np.size(a)) for a in jax.tree.leaves(system.example_state()))
+        resources.require_buffer("--count", count * (crossings + 4.0) * (state + 2.0),
+                                 f"{count} drawn states × {crossings} crossings",
+                                 "fewer states (--count) or --crossings")  # fmt: skip
         x0 = draw_on_surface(system, leaf, index, float(value or 0.0),
-                             parsing.real("--energy", args.energy),
-                             parsing.whole("--count", args.count),
+                             parsing.real("--energy", args.energy), count,
                              parsing.whole("--seed", args.seed, minimum=0),
                              parsing.positive_float("--box", args.box), direction)  # fmt: skip
     else:
         x0 = model.initial_state(args, system)[0]
-    h = parsing.positive_float("--h", args.h)
-    steps = parsing.whole("--steps", args.steps)
-    crossings = parsing.whole("--crossings", args.crossings)
     model.check_serves(integrator, system)
     out = io.check_writable(args.out, "--out", {".nc": "netcdf"})
     plot = io.check_writable(args.plot, "--plot", FIGURE_FORMATS) if args.plot else None

@@ -247,6 +247,9 @@ class Separable(Canonical, NaturalSplit, SeparableEnergy):
         with V + T > E already are rejected, and each state is verified at the energy to
         ``_SECTION_TOL`` relative to |T| + |V|.  ``InputError`` (parameter "energy") when
         50 rounds of draws do not find ``count``."""
+        if not np.isfinite(box) or not 0 < box <= 1e300:
+            raise InputError("box", f"must be in (0, 1e300], got {box:g}",
+                             "the coordinates are drawn in [-box, box]")  # fmt: skip
         rng = np.random.default_rng(seed)
         parts = jax.jit(jax.vmap(lambda q, p: (self.kinetic(p), self.potential(q))))
 
