@@ -710,6 +710,30 @@ def item57_16(d):
     return [*rows, p.stdout.split() == ["1"]]
 
 
+_EULER_TOP = """
+import numpy as np
+import mechint as mi
+top = mi.systems.EulerTop((2.0, 1.0, 0.6667))
+m0 = np.array([0.45, 0.0, 0.89])
+m = mi.exact.euler_top(top, m0, np.array([1e24, 1e28]))
+print(int(np.all(np.abs(np.sum(m * m, -1) / (m0 @ m0) - 1) < 1e-15)))
+try:
+    mi.exact.euler_top(top, m0, np.array([1e32]))
+    print(0)
+except mi.InputError as exc:
+    print(int(exc.parameter == "t"))
+"""
+
+
+def item57_9(d):
+    """The exact Euler top at huge times: on the orbit to round-off at 1e24 and 1e28
+    (before: Casimir 4.6e-14, then 2e-4 at 1e32), refused past 2^100 half periods."""
+    p = subprocess.run([sys.executable, "-c", _EULER_TOP], capture_output=True, text=True,
+                       timeout=LIMIT)  # fmt: skip
+    marks = p.stdout.split()
+    return [p.returncode == 0 and len(marks) == 2 and m == "1" for m in marks] or [False]
+
+
 def item57_11(d):
     """Carlson's forms where they diverge (+inf, before finite: 2.04e6, 6.9e6) and at a
     subnormal argument (R_F(1e-310, 1e-310, 1) = 357.59..., before 2.04e6)."""
@@ -729,7 +753,8 @@ ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,
          "57.3, 57.20 arguments of a wrong type": item57_3_20,
          "57.2, 57.14, 57.22 (part) energies, messages": item57_2_14_22,
          "57.11 Carlson's forms": item57_11, "57.8 complex user functions": item57_8,
-         "57.21 code imported last": item57_21, "57.16 buffers sized first": item57_16}  # fmt: skip
+         "57.21 code imported last": item57_21, "57.16 buffers sized first": item57_16,
+         "57.9 the exact Euler top at huge times": item57_9}  # fmt: skip
 
 
 def main(quick: bool = False) -> None:

@@ -7,8 +7,9 @@ lie in [0, 1] and add up to 1 up to rounding; nothing is checked (the functions 
 run under ``jit``, ``vmap`` and ``grad``).
 
 * ``ellipk(m, m1)``, ``ellipe(m, m1)``: K(m) and E(m).
-* ``ellipj(u, m, m1)``: (sn, cn, dn, am) of u, for any real u (reduced by the half period
-  2K, itself carried to twice the working precision, so |u| = 10⁶·K costs no digits).
+* ``ellipj(u, m, m1)``: (sn, cn, dn, am) of u for |u| ≤ 2^100·2K (reduced by the half
+  period 2K, itself carried to twice the working precision, so |u| = 10⁶·K costs no
+  digits); NaN beyond, where that precision no longer determines the residue.
 * ``ellipkinc(phi, m, m1)``, ``ellipeinc(phi, m, m1)``: F(φ|m), E(φ|m) for any real φ.
 * ``ellippi(n, phi, m, m1)``: Π(n; φ|m) = ∫₀^φ dθ / ((1 − n sin²θ) √(1 − m sin²θ)),
   for n sin²φ < 1 (no principal values).
@@ -680,17 +681,36 @@ def _core(r, r_lo, m, m1, K):
     return tuple(jnp.where(small, p, q) for p, q in zip(a, b, strict=True))
 
 
+# |u| up to this many half periods 2K is reduced to its residue (K in double-double holds
+# about 106 bits: beyond, the residue is not determined and the functions are NaN)
+_REDUCE_MAX = 2.0**100
+
+
 def _reduce(u, m, m1):
-    """u = 2Kn + r with |r| ≤ K, K and r in double-double; returns n, r, K and K − |r|."""
+    """u = 2Kn + r with |r| ≤ K, K and r in double-double; returns n, whether n is odd,
+    r (high and low), K and K − |r| (high and low).
+    Two passes: the first n, from u/(2 K_hi), leaves |r| up to |u| 2^-53 (its n·K_lo
+    term), the second brings that within K (|u| ≤ 2^100·2K; NaN beyond)."""
     kh, kl = _ellipk_dd(m, m1)
     finite = jnp.isfinite(kh)
     kh_s, kl_s = jnp.where(finite, kh, 1.0), jnp.where(finite, kl, 0.0)
-    n = jnp.where(finite, jnp.round(u / (2 * kh_s)), 0.0)
-    p, e = _two_prod(n, 2 * kh_s)
-    rh, rl = _two_sum(u - p, -(e + n * 2 * kl_s))  # u − p is exact (Sterbenz)
+
+    def take(uh, ul):  # (uh, ul) − 2K round((uh)/(2 K_hi)), in double-double
+        n = jnp.where(finite, jnp.round(uh / (2 * kh_s)), 0.0)
+        p, e = _two_prod(n, 2 * kh_s)
+        rh, rl = _two_sum(uh - p, ul - (e + n * 2 * kl_s))  # uh − p is exact (Sterbenz)
+        return n, rh, rl
+
+    n1, rh, rl = take(u, jnp.zeros_like(u))
+    n2, rh, rl = take(rh, rl)
+    n = n1 + n2  # (rounded where |n1| ≥ 2^53: n's parity is returned apart)
+    odd = jnp.mod(n1, 2) != jnp.mod(n2, 2)
+    inside = jnp.abs(u) <= _REDUCE_MAX * 2 * kh_s
+    rh = jnp.where(inside | ~jnp.isfinite(u), rh, jnp.nan)
     sgn = jnp.where(rh < 0, -1.0, 1.0)
     rest_h, rest_l = _two_sum(kh_s - sgn * rh, kl_s - sgn * rl)  # kh − |rh| is exact
-    return n, rh, rl, kh, jnp.where(finite, rest_h, jnp.inf), jnp.where(finite, rest_l, 0.0)
+    rest_h, rest_l = jnp.where(finite, rest_h, jnp.inf), jnp.where(finite, rest_l, 0.0)
+    return n, odd, rh, rl, kh, rest_h, rest_l
 
 
 def ellipj(u, m, m1=None):
@@ -703,7 +723,7 @@ def _ellipj_parts(u, m, m1=None):
     m, m1 = _complement(m, m1)
     (u,) = _float(u)
     u, m, m1 = jnp.broadcast_arrays(u, m, m1)
-    n, r, r_lo, K, rest, rest_lo = _reduce(u, m, m1)
+    n, odd_n, r, r_lo, K, rest, rest_lo = _reduce(u, m, m1)
     a = jnp.abs(r)
     reflect = rest < a  # a > K/2: evaluate at s = K − a
     arg = jnp.where(reflect, rest, a)
@@ -715,7 +735,7 @@ def _ellipj_parts(u, m, m1=None):
     cn = jnp.where(reflect, root * s / d_safe, c)
     dn = jnp.where(reflect, root / d_safe, d)
     sgn = jnp.where(r < 0, -1.0, 1.0)
-    odd = jnp.where(jnp.mod(n, 2) == 1, -1.0, 1.0)
+    odd = jnp.where(odd_n, -1.0, 1.0)
     phase = sgn * jnp.arctan2(sn, cn)
     ph, pl = _pi_dd(u.dtype)
     amp = (n * ph + phase) + n * pl

@@ -52,7 +52,20 @@ def euler_top(system, m0, t) -> np.ndarray:
     t = real_array("t", t)
     rows = m0 if batched else m0[None]
     out = _evaluate(_batched, jnp.asarray(inertia), rows, None, t)[0]
+    _within_reach(out, t)
     return out if batched else out[0]
+
+
+def _within_reach(out, t) -> None:
+    """InputError naming t where a finite time gave NaN: beyond 2^100 half periods of
+    the elliptic functions (``special.ellipj``), where float64's double-double period no
+    longer determines the phase (about 1e30 periods: the state would leave the orbit)."""
+    bad = np.isnan(out).any(axis=-1) & np.isfinite(t)
+    if bad.any():
+        first = float(np.broadcast_to(t, bad.shape)[bad].flat[0])
+        raise InputError("t", f"{int(bad.sum())} time(s) beyond 2^100 half periods of the "
+                         f"motion (the first t = {first:g}): the phase is not determined there",
+                         "times within about 1e30 periods")  # fmt: skip
 
 
 def _untraced(name: str, traceable: str, **arrays) -> None:
@@ -326,6 +339,7 @@ def euler_top_attitude(system, m0, g0, t) -> tuple[np.ndarray, np.ndarray]:
     rows = m0 if batched else m0[None]
     g = rotations("g0", g0, 3, True, rows.shape[0])
     m, gt = _evaluate(_batched_attitude, jnp.asarray(inertia), rows, g, t)
+    _within_reach(m, t)
     return (m, gt) if batched else (m[0], gt[0])
 
 
