@@ -129,25 +129,36 @@ class Trajectory:
 
 # Invariants are evaluated in blocks of this many samples, one compiled program for
 # every block: a sample's value is then the same bits however a run was chunked (XLA
-# may vectorise an array of another length differently, which moves the last ulp).
+# may vectorise an array of another length differently, which moves the last ulp).  A
+# large sample takes fewer a block, a power of two that keeps the block within
+# INVARIANT_BLOCK_NUMBERS numbers (a function of the sample's size alone, so the same
+# for every chunk of a run): 10⁵ free bodies padded to 1024 samples took 6.9 GiB.
 INVARIANT_BLOCK = 1024
+INVARIANT_BLOCK_NUMBERS = 1 << 22
+
+
+def _block(sample_numbers: int) -> int:
+    """Samples a block holds: INVARIANT_BLOCK, or fewer for a large sample."""
+    fit = max(1, INVARIANT_BLOCK_NUMBERS // max(sample_numbers, 1))
+    return min(INVARIANT_BLOCK, 1 << (fit.bit_length() - 1))
 
 
 def invariants(system, x, lead: int) -> dict[str, np.ndarray]:
     """``system.invariants`` at every state of ``x`` (``lead`` leading sample axes), in
-    blocks of ``INVARIANT_BLOCK`` states: each value independent of the array's size."""
+    blocks of ``_block`` states: each value independent of the array's size."""
     leaves, treedef = jax.tree.flatten(x)
     shape = np.shape(leaves[0])[:lead]
     n = int(np.prod(shape))
     flat = [np.reshape(np.asarray(a), (n, *np.shape(a)[lead:])) for a in leaves]
+    size = _block(sum(int(np.prod(a.shape[1:])) for a in flat))
     parts: dict[str, list[np.ndarray]] = {}
-    for start in range(0, max(n, 1), INVARIANT_BLOCK):
+    for start in range(0, max(n, 1), size):
         block = []
         for a in flat:
-            b = a[start : start + INVARIANT_BLOCK]
-            if len(b) < INVARIANT_BLOCK:  # padded with its last state (or zeros)
+            b = a[start : start + size]
+            if len(b) < size:  # padded with its last state (or zeros)
                 fill = b[-1:] if len(b) else np.zeros((1, *a.shape[1:]), a.dtype)
-                b = np.concatenate([b, np.repeat(fill, INVARIANT_BLOCK - len(b), axis=0)])
+                b = np.concatenate([b, np.repeat(fill, size - len(b), axis=0)])
             block.append(b)
         values = compiled(type(system).invariants, system, jax.tree.unflatten(treedef, block))
         for k, v in values.items():
