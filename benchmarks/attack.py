@@ -570,15 +570,21 @@ except Exception:
 """
 
 
+def _marks(script: str, n: int) -> list[bool]:
+    """Run a Python ``script`` that prints one mark per attempt (1: handled well); each
+    attempt's verdict, all False unless it printed ``n`` marks and exited 0."""
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=LIMIT)  # fmt: skip
+    marks = p.stdout.split()
+    return [p.returncode == 0 and len(marks) == n and m == "1" for m in marks] or [False]
+
+
 def item57_3_20(d):
     """A boolean or complex event condition, a max_events that is no positive integer
     (with or without events), boolean or complex save times: each an ``InputError``
     naming its parameter, and a balance of no trajectory (before: 0 or 2 crossings
     silently, a ValueError, accepted, read as real times, an AttributeError)."""
-    p = subprocess.run([sys.executable, "-c", _TYPES], capture_output=True, text=True,
-                       timeout=LIMIT)  # fmt: skip
-    marks = p.stdout.split()
-    return [p.returncode == 0 and len(marks) == 7 and m == "1" for m in marks] or [False]
+    return _marks(_TYPES, 7)
 
 
 _MESSAGES = """
@@ -622,11 +628,7 @@ def item57_2_14_22(d):
     code, _, err = mechint([*base, "--energy", "1", "--q0", "1,0", "--p0", "0,1", "--out",
                             d / "both.nc"])  # fmt: skip
     rows.append(clean(code, err, (2,)) and "--energy" in err and not (d / "both.nc").exists())
-    p = subprocess.run([sys.executable, "-c", _MESSAGES], capture_output=True, text=True,
-                       timeout=LIMIT)  # fmt: skip
-    marks = p.stdout.split()
-    return rows + ([p.returncode == 0 and len(marks) == 3 and m == "1" for m in marks]
-                   or [False])  # fmt: skip
+    return rows + _marks(_MESSAGES, 3)
 
 
 _CARLSON = """
@@ -664,10 +666,7 @@ for name, build in [
 def item57_8(d):
     """A potential, a time transformation's g, a force of a complex value: an InputError
     naming it (before: read as real, or a raw traceback)."""
-    p = subprocess.run([sys.executable, "-c", _COMPLEX], capture_output=True, text=True,
-                       timeout=LIMIT)  # fmt: skip
-    marks = p.stdout.split()
-    return [p.returncode == 0 and len(marks) == 3 and m == "1" for m in marks] or [False]
+    return _marks(_COMPLEX, 3)
 
 
 def item57_21(d):
@@ -705,9 +704,7 @@ def item57_16(d):
             "mi.Event(lambda t, x: x[0][1])], max_events=10**12)\n    print(0)\nexcept "
             "mi.InputError as e:\n    print(int(e.parameter == 'max_events'))\nexcept "
             "Exception:\n    print(0)\n")  # fmt: skip
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       timeout=LIMIT)  # fmt: skip
-    return [*rows, p.stdout.split() == ["1"]]
+    return rows + _marks(code, 1)
 
 
 _EULER_TOP = """
@@ -728,19 +725,13 @@ except mi.InputError as exc:
 def item57_9(d):
     """The exact Euler top at huge times: on the orbit to round-off at 1e24 and 1e28
     (before: Casimir 4.6e-14, then 2e-4 at 1e32), refused past 2^100 half periods."""
-    p = subprocess.run([sys.executable, "-c", _EULER_TOP], capture_output=True, text=True,
-                       timeout=LIMIT)  # fmt: skip
-    marks = p.stdout.split()
-    return [p.returncode == 0 and len(marks) == 2 and m == "1" for m in marks] or [False]
+    return _marks(_EULER_TOP, 2)
 
 
 def item57_11(d):
     """Carlson's forms where they diverge (+inf, before finite: 2.04e6, 6.9e6) and at a
     subnormal argument (R_F(1e-310, 1e-310, 1) = 357.59..., before 2.04e6)."""
-    p = subprocess.run([sys.executable, "-c", _CARLSON], capture_output=True, text=True,
-                       timeout=LIMIT)  # fmt: skip
-    marks = p.stdout.split()
-    return [p.returncode == 0 and len(marks) == 4 and m == "1" for m in marks] or [False]
+    return _marks(_CARLSON, 4)
 
 
 ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,

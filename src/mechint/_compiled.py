@@ -2,7 +2,7 @@
 
 A system's invariants or Poisson tensor evaluated eagerly on a saved trajectory is a
 dozen separate operations, each compiled for the trajectory's shape: thousands of small
-compiles (and their memory) over a session of diagnostics.  ``compiled(fn, *args)`` runs
+compiles (and their memory) over a process's diagnostics.  ``compiled(fn, *args)`` runs
 ``fn(*static, *args)`` under ``jax.jit`` with ``fn`` and ``static`` static and every
 argument traced (a system is a pytree: its parameters are traced, so a new inertia
 reuses the program), once compiled per (fn, static, argument types and shapes).

@@ -237,10 +237,7 @@ def _bits(v):
 def _is_zero(v):
     """v is ±0 (a subnormal is not, though it compares equal to 0 on a CPU).  (Not as a
     test of the bits against 0: LLVM turns that back into a float comparison.)"""
-    info = jnp.finfo(v.dtype)
-    b = _bits(v)[0]
-    mant = b & ((1 << info.nmant) - 1)
-    return (v == 0) & (mant == 0)
+    return (v == 0) & (_bits(v)[1] == 0)
 
 
 def _sqrt_any(x):

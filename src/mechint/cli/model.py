@@ -162,13 +162,9 @@ def _names(cls) -> set[str]:
     return {s.name for s in cls.state_options}
 
 
-def _preset_state(args: argparse.Namespace):
-    return getattr(args, "preset_state", None)
-
-
 def preset_state(args: argparse.Namespace):
     """The state a --preset gives (None without one)."""
-    return _preset_state(args)
+    return getattr(args, "preset_state", None)
 
 
 def given_state_options(args: argparse.Namespace, system: System) -> list[str]:
@@ -178,8 +174,8 @@ def given_state_options(args: argparse.Namespace, system: System) -> list[str]:
 
 def initial_state(args: argparse.Namespace, system: System):
     """x0 and g0 (or None) from the options the system takes (or its preset)."""
-    if _preset_state(args) is not None:
-        return _preset_state(args), orientation(args, system)
+    if preset_state(args) is not None:
+        return preset_state(args), orientation(args, system)
     g0 = orientation(args, system)
     given = _given_state(args, system)
     return relabel_state(system.state_from_options, given, g0), g0
@@ -195,8 +191,8 @@ def relabel_state(fn, *a):
 
 def states_or_example(args: argparse.Namespace, system: System):
     """The state or batch the options give, or ``system.example_state()``."""
-    if _preset_state(args) is not None:
-        return _preset_state(args)
+    if preset_state(args) is not None:
+        return preset_state(args)
     given = _given_state(args, system)
     if not given:
         return system.example_state()
@@ -205,8 +201,8 @@ def states_or_example(args: argparse.Namespace, system: System):
 
 def one_state(args: argparse.Namespace, system: System):
     """The state the options give (one, not a batch), or ``system.example_state()``."""
-    if _preset_state(args) is not None:
-        return _preset_state(args)
+    if preset_state(args) is not None:
+        return preset_state(args)
     given = _given_state(args, system)
     if not given:
         return system.example_state()
