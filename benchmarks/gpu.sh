@@ -8,7 +8,8 @@
 #
 # Settings (environment): QUICK=1 the small sizes (a smoke test); WHERE="gpu cpu" which
 # backends; DTYPES="float64 float32"; LONG=1e6 the steps of the long one-body run;
-# LIMIT=100 seconds per script (one that hangs costs only its own table).
+# LIMIT=100 seconds per script (one that hangs costs only its own table); LOOPS=0 leaves
+# out loop_variants.py.
 # Needs jax with CUDA (pip install -e ".[cuda,bench]"), diffrax and numba (numba-cuda for
 # its row).
 set -u
@@ -36,7 +37,7 @@ for where in ${WHERE:-gpu cpu}; do
         JAX_PLATFORMS=$plat timeout "${LIMIT:-100}" $py benchmarks/peers.py $quick \
             --dtype "$d" >> "$out/peers-$where.md" 2>&1
         echo "exit $?" >> "$out/peers-$where.md"
-        if [ "$where" = gpu ]; then  # the loops, by map and by steps an iteration
+        if [ "$where" = gpu ] && [ "${LOOPS:-1}" != 0 ]; then  # the loops, by map and by steps an iteration
             timeout "${LIMIT:-100}" $py benchmarks/loop_variants.py $quick --dtype "$d" \
                 >> "$out/loop-variants-gpu.md" 2>&1
             echo "exit $?" >> "$out/loop-variants-gpu.md"

@@ -81,11 +81,14 @@ LOOP_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
 
 @functools.cache
 def _loop_options() -> dict:
-    """``LOOP_OPTIONS`` where this XLA knows them, else none (asked once, by compiling a
-    one-operation program: the backends have started by then, at the first loop)."""
+    """``LOOP_OPTIONS`` where this XLA knows them and JAX's default backend is the CPU,
+    else none (asked once, by compiling a one-operation program: the backends have started
+    by then, at the first loop)."""
     import jax
     import jax.numpy as jnp
 
+    if jax.default_backend() != "cpu":  # CPU options: a GPU's compiler has none of them
+        return {}
     shape = jax.ShapeDtypeStruct((), jnp.float32)  # no data moved: a transfer guard holds
     try:
         jax.jit(jnp.negative, compiler_options=LOOP_OPTIONS).lower(shape).compile()
