@@ -1,6 +1,7 @@
 """mechint's Wisdom-Holman maps against REBOUND 5.2.2's WHFast and SABA on the outer solar system.
 
     python benchmarks/nbody.py [--quick]
+    python benchmarks/nbody.py --gpu [--quick]
 
 Needs ``rebound==5.2.2`` (``pip install rebound==5.2.2``).  Problem: REBOUND's
 ``sim.add("outersolarsystem")`` (Sun + Jupiter, Saturn, Uranus, Neptune; G = 1, time unit
@@ -37,6 +38,13 @@ Jupiter (about 74.6 time units).
    correctors {0, 3, 5, 7, 11, 17} x corrector2, SABA 1..4, SABACM 1..4, SABA(10,4),
    (8,6,4), (10,6,4); relative difference max|d| / max|value| over positions and over
    velocities, target <= 1e-14.  --quick: correctors {0, 17} only.
+
+5. ``--gpu`` (this section alone): many systems on JAX's default device (a GPU):
+   B = 1e4, 1e5, 1e6 perturbed outer solar systems (--quick: 1e3, 1e4), 1000 steps, float64
+   and float32, mechint's batched ``simulate`` in one compiled call (wall - compile, best
+   of 3), against REBOUND safe_mode=0 on every CPU of the machine (1000 systems a process,
+   ``multiprocessing.Pool``, best of 2) in the same run; the final states of REBOUND's
+   systems compared.  Target: float64 >= 100x REBOUND on all of the machine's cores.
 
 Times are wall-clock on whatever machine runs the script; on a shared machine they are
 noisy.
