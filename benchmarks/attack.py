@@ -572,9 +572,13 @@ except Exception:
 
 def _marks(script: str, n: int) -> list[bool]:
     """Run a Python ``script`` that prints one mark per attempt (1: handled well); each
-    attempt's verdict, all False unless it printed ``n`` marks and exited 0."""
-    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                       timeout=LIMIT)  # fmt: skip
+    attempt's verdict, all False unless it printed ``n`` marks and exited 0 within
+    ``LIMIT`` seconds."""
+    try:
+        p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           timeout=LIMIT)  # fmt: skip
+    except subprocess.TimeoutExpired:  # over the time an attempt may take: handled badly
+        return [False] * n
     marks = p.stdout.split()
     return [p.returncode == 0 and len(marks) == n and m == "1" for m in marks] or [False]
 
@@ -734,6 +738,97 @@ def item57_11(d):
     return _marks(_CARLSON, 4)
 
 
+_MANY_BODIES = """
+import resource
+import numpy as np
+import mechint as mi
+from mechint.systems import potentials
+n = 10_000
+def V(x, R):
+    return potentials.mutual_gravity(x, R, np.zeros((1, 3)), np.ones(1))
+bodies = mi.systems.RigidBodies([[1.0, 1.5, 2.0]] * n, mass=[1.0], potential=V)
+x, p, R, Pi = bodies.example_state()
+H = float(bodies.hamiltonian((x, p, R, Pi)))
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # GB
+print(int(np.isfinite(H) and peak < 1.5))
+"""
+
+
+_FLOAT32_CLOCK = """
+import jax.numpy as jnp
+import mechint as mi
+def V(t, x, R):
+    return 0.001 * jnp.sum(x * x) * (1 + 0.1 * jnp.sin(t))
+b = mi.systems.RigidBodies([[1.0, 1.5, 2.0]], mass=[1.0], potential=V, time_dependent=True)
+for integ in (mi.integrators.LieGroupVariational(), mi.integrators.RigidBodySplitting()):
+    try:
+        tr = mi.simulate(b, integ, b.example_state(), 0.01, 100000, 100000, dtype="float32")
+        print(int(abs(float(tr.x[-2][-1]) - 1000.0) < 1e-3))
+    except mi.InputError as exc:
+        print(int(exc.parameter == "dtype"))
+"""
+
+
+def item57_7(d):
+    """A time-dependent system in float32, 10^5 steps of 0.01: refused naming dtype (or
+    its time right), for both rigid-body maps (before: t = 1000.665 and 1000.821 in the
+    state where the run says 1000)."""
+    return _marks(_FLOAT32_CLOCK, 2)
+
+
+_WALL = """
+import jax.numpy as jnp
+import mechint as mi
+def V(x, R):
+    r = jnp.sqrt(jnp.sum(x * x, -1))
+    wall = jnp.sum(jnp.where(r > 50.0, (r - 50.0) ** 2, 0.0))
+    return 0.5 * jnp.sum((x[0] - x[1]) ** 2) + wall
+try:
+    mi.systems.RigidBodies([[1.0, 1.5, 2.0]] * 2, mass=1.0, potential=V,
+                           translation_invariant=True, rotation_invariant=True)
+    print(0)
+except mi.InputError as exc:
+    print(int(exc.parameter == "translation_invariant"))
+"""
+
+
+def item57_10(d):
+    """A spring plus a wall at |x| = 50 declared translation and rotation invariant:
+    refused (before: accepted, then Px drifted by 19.9)."""
+    return _marks(_WALL, 1)
+
+
+_CONTINUED = """
+import jax.numpy as jnp
+import numpy as np
+import mechint as mi
+k = mi.systems.Kepler()
+ra = mi.integrators.ReversibleAdaptive(mi.integrators.StormerVerlet(),
+                                       lambda x: jnp.sum(x[0] ** 2) ** 0.75)
+whole = mi.simulate(k, ra, k.periapsis_state(0.9), 0.02, 400, 200)
+half = mi.simulate(k, ra, k.periapsis_state(0.9), 0.02, 200, 200)
+try:
+    rest = mi.simulate(k, ra, (half.x[0][-1], half.x[1][-1]), 0.02, 200, 200,
+                       clock=half.clock[-1])
+    same = all(np.array_equal(a[-1], b[-1]) for a, b in zip(rest.x, whole.x))
+    print(int(same and np.array_equal(rest.clock[-1], whole.clock[-1])))
+except Exception:
+    print(0)
+"""
+
+
+def item57_22(d):
+    """A ReversibleAdaptive run continued from its last state and clock: the same states
+    and clock as the whole run, bit for bit (before: no way to pass the clock)."""
+    return _marks(_CONTINUED, 1)
+
+
+def item57_18(d):
+    """10^4 rigid bodies with mutual gravity built and their energy evaluated within
+    1.5 GB (before: 6.4 GB while being built, then a raw JaxRuntimeError)."""
+    return _marks(_MANY_BODIES, 1)
+
+
 ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,
          "3 no resource check": item3, "4 resume trusts the file": item4,
          "5 two runs on one --out": item5, "6 NaN verdicts": item6, "7 scheduler": item7,
@@ -745,7 +840,11 @@ ITEMS = {"1 resume mixes methods": item1, "2 signals swallowed": item2,
          "57.2, 57.14, 57.22 (part) energies, messages": item57_2_14_22,
          "57.11 Carlson's forms": item57_11, "57.8 complex user functions": item57_8,
          "57.21 code imported last": item57_21, "57.16 buffers sized first": item57_16,
-         "57.9 the exact Euler top at huge times": item57_9}  # fmt: skip
+         "57.9 the exact Euler top at huge times": item57_9,
+         "57.18 10^4 bodies with mutual gravity": item57_18,
+         "57.7 float32 time of a time-dependent system": item57_7,
+         "57.10 a false invariance claim": item57_10,
+         "57.22 a variable-step run continued": item57_22}  # fmt: skip
 
 
 def main(quick: bool = False) -> None:

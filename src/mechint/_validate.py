@@ -205,6 +205,18 @@ def real_dtype(value, name: str = "dtype") -> str:
     return str(value)
 
 
+def precision(system, dtype: str) -> None:
+    """InputError (``dtype``) where a run of ``system`` in float32 would be silently
+    wrong (``System.float32_refused``)."""
+    while dtype == "float32" and system is not None:  # a wrapper's base too (``Forced``)
+        refused = getattr(system, "float32_refused", None)
+        why = None if refused is None else refused()
+        system = getattr(system, "base", None)
+        if why is not None:
+            raise InputError("dtype", f"float32 is refused: {why}",
+                             "run it in float64 (the default)")  # fmt: skip
+
+
 # Candidates tried on each side of the target: a suggestion costs milliseconds even for
 # n = 10^21 (listing every divisor would take hours).
 _DIVISOR_SEARCH = 100_000

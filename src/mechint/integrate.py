@@ -615,6 +615,7 @@ def integrate(
     events=None,
     max_events: int | None = None,
     save_at=None,
+    clock=None,
 ) -> Solution:
     """``steps`` steps of size ``h`` from ``x0``: a pure function (jit, vmap, grad).
 
@@ -646,6 +647,10 @@ def integrate(
         instead of every ``save_every``-th step: a partial step of the map from the
         last state before each (the saved state itself at a step's time);
         ``Solution.t`` is then these times.  ``save_every`` is then not given.
+    clock
+        A ``ReversibleAdaptive`` run's clock (t, ρ) to start from (one per member): the
+        last one of the run this one continues, which then continues bit for bit
+        (default: t = 0, ρ = 1/σ(x0)); give the same ``t0`` as that run.
 
     Returns
     -------
@@ -670,7 +675,7 @@ def integrate(
     events, max_events = check_events(events, system, x0, batched, max_events)
     # a wrapper given as the map (``ReversibleAdaptive``) advances an extended state
     x0 = start_all(integrator, system, x0, batched, jax.tree.leaves(x0)[0].shape[0] if batched
-                   else 1)  # fmt: skip
+                   else 1, {"clock": clock})  # fmt: skip
     if dtype is None:
         # the state's own dtype, as given (NumPy's or a tracer's: not canonicalised, so a
         # float64 state with JAX's 64-bit mode off is refused, never run in float32)
@@ -678,6 +683,7 @@ def integrate(
         real = jnp.dtype(_validate.real_dtype("float32" if single else "float64"))
     else:
         real = jnp.dtype(_validate.real_dtype(dtype))
+    _validate.precision(system, str(real))
     members = jax.tree.leaves(x0)[0].shape[0] if batched else 1
     if not _validate.traced(x0):
         from mechint.resources import require_run_buffers

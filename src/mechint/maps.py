@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
-from mechint.errors import UnsupportedError
+from mechint.errors import InputError, UnsupportedError
 from mechint.solvers.newton import Newton
 
 
@@ -512,11 +512,20 @@ def wrappers(integrator: Integrator) -> list[Wrapper]:
     return out
 
 
-def start_all(integrator: Integrator, system, x0, batched: bool, batch: int):
+def start_all(integrator: Integrator, system, x0, batched: bool, batch: int, given=None):
     """``x0`` (a state of the base map) extended by every wrapper around it, innermost
-    first, from each wrapper's default start: the state ``integrator`` advances."""
-    for wrapper in reversed(wrappers(integrator)):
-        x0 = wrapper.wrap(x0, wrapper.start(system, x0, None, batched, batch))
+    first, from each wrapper's default start, or from ``given[wrapper.extra]`` where
+    ``given`` (a dict by the parts' names) has it (a continued run's clock): the state
+    ``integrator`` advances.  ``InputError`` for a given part no wrapper takes."""
+    given = {k: v for k, v in (given or {}).items() if v is not None}
+    layers = wrappers(integrator)
+    for name in given.keys() - {w.extra for w in layers}:
+        raise InputError(name, f"is given, and {integrator.name} carries no {name}",
+                         f"leave {name} out (a {name} continues a run of the map that "
+                         "carries it)")  # fmt: skip
+    for wrapper in reversed(layers):
+        part = wrapper.start(system, x0, given.get(wrapper.extra), batched, batch)
+        x0 = wrapper.wrap(x0, part)
     return x0
 
 

@@ -125,13 +125,14 @@ def make_plan(
     max_events: int | None = None,
     save_at=None,
     loop_state=None,
+    clock=None,
     names: dict[str, str] | None = None,
 ) -> Plan:
     """The plan of a run (see the module docstring); ``InputError`` naming the
     parameter (as ``names`` renames it, e.g. ``{"h": "--h"}``) on bad input."""
     try:
         plan = _make_plan(system, integrator, x0, h, steps, save_every, t0, dtype,
-                          orientation, compensated, compensation)  # fmt: skip
+                          orientation, compensated, compensation, clock)  # fmt: skip
         step0 = _validate.count("step0", step0, minimum=0)
         base = unwrap_all(plan.integrator, plan.x0)[0]
         watched, cap = check_events(events, plan.system, base, plan.batched, max_events)
@@ -200,7 +201,7 @@ def compensates(integrator: Integrator, system, compensated, compensation=None) 
 
 
 def _make_plan(system, integrator, x0, h, steps, save_every, t0, dtype, orientation,
-               compensated, compensation) -> Plan:  # fmt: skip
+               compensated, compensation, clock=None) -> Plan:  # fmt: skip
     from mechint.integrators.compensated import Compensated
     from mechint.integrators.oriented import Oriented
 
@@ -214,9 +215,11 @@ def _make_plan(system, integrator, x0, h, steps, save_every, t0, dtype, orientat
     t0 = float(_validate.real_array("t0", t0, ()))
     x0_np = system.starting_state(x0_np, t0)
     dtype = _validate.real_dtype(dtype)
+    _validate.precision(system, dtype)
     compensated = compensates(integrator, system, compensated, compensation)
     batch = jax.tree.leaves(x0_np)[0].shape[0] if batched else 1
-    x0_np = start_all(integrator, system, x0_np, batched, batch)  # a wrapper given as the map
+    # a wrapper given as the map (from a continued run's clock where given)
+    x0_np = start_all(integrator, system, x0_np, batched, batch, {"clock": clock})
     if compensated and "clock" in unwrap_all(integrator, x0_np)[1]:
         raise InputError("compensated", "a variable-step map's clock is not compensated",
                          "compensated=False with ReversibleAdaptive")  # fmt: skip

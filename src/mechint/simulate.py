@@ -204,6 +204,7 @@ def simulate(
     max_events: int | None = None,
     save_at=None,
     loop_state=None,
+    clock=None,
 ) -> Trajectory:
     """Advance ``x0`` by ``steps`` steps of size ``h``, saving every ``save_every``-th state.
 
@@ -262,6 +263,11 @@ def simulate(
         (``Integrator.own_coordinates``: the Wisdom–Holman maps), the loop's state to
         start from instead of the one made from ``x0``: the ``Trajectory.loop_state`` of
         the run this one continues, which then continues bit for bit.
+    clock
+        A ``ReversibleAdaptive`` run's clock (t, ρ) to start from (one per member): the
+        ``Trajectory.clock[-1]`` of the run this one continues (its last state as
+        ``x0``, the same ``t0``), which then continues bit for bit; default t = 0,
+        ρ = 1/σ(x0).
     step0
         Steps taken before ``x0`` by the run this one continues (``mechint run
         --resume``): failures are numbered from the whole run's start.
@@ -311,7 +317,8 @@ def simulate(
     plan = make_plan(system, integrator, x0, h, steps, save_every, t0=t0, dtype=dtype,
                      orientation=orientation, compensated=compensated,
                      compensation=compensation, step0=step0, events=events,
-                     max_events=max_events, save_at=save_at, loop_state=loop_state)  # fmt: skip
+                     max_events=max_events, save_at=save_at, loop_state=loop_state,
+                     clock=clock)  # fmt: skip
     if plan.save_at is not None and not keep:
         raise InputError("keep", "save_at holds its states until the run ends",
                          "keep=True, or stream regular samples (save_every)")  # fmt: skip

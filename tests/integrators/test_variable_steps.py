@@ -143,6 +143,22 @@ def test_a_batch_keeps_each_members_clock_and_its_file_holds_it(tmp_path):
 
     with xr.open_dataset(tmp_path / "a.nc") as ds:
         assert np.array_equal(ds["clock"].values, traj.clock)
+    # continued from the last states and clocks: the same run bit for bit, the batch
+    # (simulate) and one member (integrate); a clock for a map that carries none refused
+    half = mi.simulate(KEPLER, ADAPTIVE, xb, 0.02, 200, 40)
+    last = jax.tree.map(lambda a: a[:, -1], half.x)
+    rest = mi.simulate(KEPLER, ADAPTIVE, last, 0.02, 200, 40, clock=half.clock[:, -1])
+    for a, b in zip(jax.tree.leaves(rest.x), jax.tree.leaves(traj.x), strict=True):
+        assert np.array_equal(a, b[:, 200 // 40 :])
+    assert np.array_equal(rest.clock, traj.clock[:, 200 // 40 :])
+    sol = mi.integrate(KEPLER, ADAPTIVE, jax.tree.map(lambda a: a[1], last), 0.02, 200, 40,
+                       clock=half.clock[1, -1])  # fmt: skip
+    base, clock = sol.x  # integrate's states carry the clock
+    pairs = [*zip(jax.tree.leaves(base), jax.tree.leaves(one.x), strict=True), (clock, one.clock)]
+    for a, b in pairs:
+        assert np.max(np.abs(a - b[200 // 40 :])) <= 1e-15 * np.max(np.abs(b))
+    with pytest.raises(mi.InputError, match=r"clock.*carries no clock"):
+        mi.simulate(KEPLER, I.StormerVerlet(), X0, 0.02, 10, clock=[0.0, 1.0])
 
 
 def test_step_size_functions_that_are_not_positive_fail_or_are_refused():

@@ -80,6 +80,8 @@ class ReversibleAdaptive(Wrapper):
         """The clock (t, ρ) at the start: t = 0 and ρ = 1/σ(x0) per member, or
         ``given`` (a resumed run's last clock)."""
         sigma = jax.vmap(self.sigma) if batched else self.sigma
+        if given is not None and _validate.traced((x0, given)):  # checked where given
+            return jnp.asarray(given, dtype=jax.tree.leaves(x0)[0].dtype)
         if _validate.traced(x0):  # inside a transform: nothing to check
             s = sigma(x0)
             return jnp.stack([jnp.zeros_like(s), 1.0 / s], axis=-1)

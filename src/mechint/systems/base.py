@@ -149,6 +149,19 @@ class System(abc.ABC):
         (``checks_domain`` systems; None here: every finite state is one)."""
         return None
 
+    def float32_refused(self) -> str | None:
+        """Why a float32 run of this system would be silently wrong (None: it would not;
+        a run asked for in float32 is refused with this reason first).  Here: a system
+        with ``time_dependent`` set, whose time is a coordinate of its extended phase
+        space that every step moves by its own sums, keeping each rounding (float32, 10⁵
+        steps of 0.01: t = 1000.665 where the run says 1000; a clock carried compensated,
+        ``advance_clock``, is exact)."""
+        if getattr(self, "time_dependent", False) and not self.carries_clock:
+            return ("a time-dependent system's time is a coordinate that each step moves "
+                    "by h, and in float32 it drifts (10^5 steps of 0.01: t = 1000.665 for "
+                    "1000)")  # fmt: skip
+        return None
+
     def invariant_scales(self, x, /) -> dict[str, Any]:
         """The size of the terms an invariant sums at x, by name, for those whose sum
         may cancel (a barycentric momentum is 0): their errors are measured relative to

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import jax
 import jax.numpy as jnp
 
 __all__ = [
@@ -104,21 +105,43 @@ def site_positions(x, R, sites):
     return x[:, None, :] + jnp.einsum("nij,nsj->nsi", R, sites)
 
 
+# A pair sum over at most this many (site, site) entries is evaluated as one (NS, NS)
+# array; a larger one in blocks of rows of about this many entries, each recomputed in a
+# derivative's reverse pass (``jax.checkpoint``), so that its memory grows like NS, not
+# (NS)²: 10⁴ bodies of one site each took 6.4 GB as one array.
+_PAIRS_AT_ONCE = 2**20
+
+
 def pair_sum(x, R, sites, energy: Callable, *values):
     """Σ over pairs (i, j) of sites on different bodies of ``energy(r², a_i, a_j, ...)``
     for the per-site ``values`` a (each (S,) or (N, S)).  Pairs of one body are left
-    out and never evaluated at r = 0 (their gradient stays finite)."""
+    out and never evaluated at r = 0 (their gradient stays finite).  Up to 2^20 (site,
+    site) entries ((NS)², about 1000 sites) at once; more in blocks of rows, with memory
+    proportional to NS (and the sum's rounding in another order)."""
     P = site_positions(x, R, sites)
     n, s = P.shape[0], P.shape[1]
-    flat = P.reshape(n * s, 3)
+    m = n * s
+    flat = P.reshape(m, 3)
     body = jnp.repeat(jnp.arange(n), s)
-    mask = body[:, None] < body[None, :]
-    d = flat[:, None, :] - flat[None, :, :]
-    r2 = jnp.where(mask, jnp.sum(d * d, axis=-1), 1.0)
-    per_site = [jnp.broadcast_to(jnp.asarray(v, R.dtype), (n, s)).reshape(n * s) for v in values]
-    pairs = [(a[:, None], a[None, :]) for a in per_site]
-    e = energy(r2, *pairs)
-    return jnp.sum(jnp.where(mask, e, 0.0))
+    per_site = [jnp.broadcast_to(jnp.asarray(v, R.dtype), (n, s)).reshape(m) for v in values]
+
+    def rows(p, b, *a):  # the pairs of the sites p (bodies b, values a) with every site
+        mask = b[:, None] < body[None, :]
+        d = p[:, None, :] - flat[None, :, :]
+        r2 = jnp.where(mask, jnp.sum(d * d, axis=-1), 1.0)
+        e = energy(r2, *[(u[:, None], v[None, :]) for u, v in zip(a, per_site, strict=True)])
+        return jnp.sum(jnp.where(mask, e, 0.0))
+
+    if m * m <= _PAIRS_AT_ONCE:
+        return rows(flat, body, *per_site)
+
+    def block(i):  # rows i of the pairs (past the last site: body n, no pair)
+        at = jnp.minimum(i, m - 1)
+        return rows(flat[at], jnp.where(i < m, body[at], n), *[a[at] for a in per_site])
+
+    size = max(1, _PAIRS_AT_ONCE // m)
+    blocks = jnp.arange(-(-m // size) * size).reshape(-1, size)
+    return jnp.sum(jax.lax.map(jax.checkpoint(block), blocks))
 
 
 def lennard_jones(x, R, sites, epsilon, sigma):

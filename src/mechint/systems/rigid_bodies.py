@@ -33,8 +33,12 @@ total linear momentum P = Σ p_b is kept; if V(Qx, QR) = V(x, R) for every rotat
 (``rotation_invariant``), the total spatial angular momentum L = Σ x_b × p_b + R_bΠ_b.
 Each is listed among the invariants only when the user declares the symmetry, and the
 declaration is verified at construction (the total force Σ ∂V/∂x_b, and the total
-torque Σ x_b × F_b + R_b M_b, must vanish at two generic states), an ``InputError``
-when it is false.
+torque Σ x_b × F_b + R_b M_b, must vanish at generic states: the bodies on a lattice of
+spacing 3, the same rotated and shifted, and both spread by 30 and by 1000, where V and
+its gradient are finite), an ``InputError`` when it is false.  The check sees a
+symmetry broken anywhere those states reach (a wall at |x| = 50 is seen); it cannot see
+one broken only beyond them, or only at special configurations (two sites at one
+distance), so a declaration stays the user's claim there.
 
 **Time.**  With ``time_dependent=True`` the potential is V(t, x, R) (V(t, R) without
 masses), on the extended phase space as for the canonical systems
@@ -829,10 +833,17 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         Q = jnp.asarray(haar_so(rng, 1, 3)[0])
         shift = jnp.asarray(rng.standard_normal(3))
         states.append(((None if pos is None else pos @ Q.T + shift), Q @ R))
-        for spos, sR in states:
+        if pos is not None and (translation or rotation):  # the bodies spread far apart:
+            # a symmetry broken only far from the lattice (a wall) is seen there too
+            states += [(p * spread, r) for p, r in states[:2] for spread in (30.0, 1000.0)]
+        for k, (spos, sR) in enumerate(states):
             value, force, M = _probe(self, spos, sR)
             finite = bool(jnp.isfinite(value)) and bool(jnp.all(jnp.isfinite(M)))
             finite = finite and (force is None or bool(jnp.all(jnp.isfinite(force))))
+            if not finite and k >= 2:  # spread states: where V is finite only
+                continue
+            spread = "" if k < 2 else f" (the bodies spread {(30, 1000)[k % 2]} times)"
+            where = f"a generic state{spread}"
             if not finite:
                 raise InputError(
                     "potential",
@@ -847,7 +858,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
                     raise InputError(
                         "translation_invariant",
                         "the potential is not translation invariant: the total force is "
-                        f"{np.asarray(total)} at a generic state (forces of size "
+                        f"{np.asarray(total)} at {where} (forces of size "
                         f"{float(size):.3g})",
                         "leave translation_invariant out (the momentum P is then not an invariant)",
                     )
@@ -862,6 +873,6 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
                     raise InputError(
                         "rotation_invariant",
                         f"the potential is not rotation invariant: the total torque is "
-                        f"{np.asarray(torque)} at a generic state",
+                        f"{np.asarray(torque)} at {where}",
                         "leave rotation_invariant out (the momentum L is then not an invariant)",
                     )
