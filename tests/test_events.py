@@ -166,6 +166,17 @@ def test_overflow_is_reported_and_the_first_crossings_are_kept():
     assert n > 3 and not bool(full.events["q1"].overflowed)
     assert int(few.events["q1"].count) == 3 and bool(few.events["q1"].overflowed)
     assert np.array_equal(np.asarray(few.events["q1"].t), np.asarray(full.events["q1"].t[:3]))
+    # simulate locates only the slots in use (rounded up to a power of two) and pads
+    # the rest with NaN; an overflowing run keeps its capacity and says so
+    for cap, ref in ((10_000, full), (3, few)):
+        got = mi.simulate(HH, I.StormerVerlet(), X0, 0.05, 2000, 2000, events=[UP],
+                          max_events=cap).events["q1"]  # fmt: skip
+        want = ref.events["q1"]
+        assert got.t.shape == (cap,) and int(got.count) == int(want.count)
+        assert bool(got.overflowed) == bool(want.overflowed)
+        k = min(cap, 64)
+        assert np.array_equal(got.t[:k], np.asarray(want.t)[:k], equal_nan=True)
+        assert np.all(np.isnan(got.t[k:])) and np.all(np.isnan(got.x[0][k:]))
 
 
 def test_a_zero_at_a_step_counts_once_and_directions_select():
@@ -283,6 +294,8 @@ def test_crossings_are_written_to_files_and_checksummed(tmp_path):
         ({"max_events": -5}, "max_events"),
         ({"save_at": [1.0 + 0.5j]}, "save_at"),
         ({"save_at": [True]}, "save_at"),
+        # more events than a run watches (each compiled into the loop)
+        ({"events": [Event(q1, name=f"e{i}") for i in range(65)]}, "events"),
     ],
 )
 def test_bad_events_and_save_times_are_refused_before_any_step(kwargs, parameter):
