@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test lint docs docs-check bench clean
+.PHONY: demo test lint docs docs-check bench clean wheel-check
 
 # The install goes through uv (the same resolution of pyproject.toml, byte-compiled as pip
 # does: 26 s against pip's 51 s from empty caches on the 2-core machine, 2026-11-26), and
@@ -39,6 +39,18 @@ docs-check: $(STAMP)
 test: $(STAMP)
 	$(MAKE) --no-print-directory -j2 lint docs-check
 	$(BIN)/python -m pytest
+
+# the release as users get it: the wheel and sdist built, the wheel installed into a fresh
+# environment (no source tree on its path), its version, an import and the quick demo run
+WHEEL = build/wheel-venv
+wheel-check: $(STAMP)
+	rm -rf build/dist $(WHEEL)
+	$(BIN)/python -m build --outdir build/dist .
+	$(PYTHON) -m venv $(WHEEL)
+	$(call INSTALL,$(WHEEL),build/dist/mechint-*.whl)
+	cd build && wheel-venv/bin/mechint --version
+	cd build && wheel-venv/bin/python -c "import mechint, sys; assert 'site-packages' in mechint.__file__, mechint.__file__; print('import', mechint.__version__, mechint.__file__)"
+	cd build && MPLBACKEND=Agg wheel-venv/bin/mechint demo --quick --out wheel-demo
 
 # the peers in their own environment (jax-md pins sympy, which pins mpmath below what the
 # tests use)

@@ -3,11 +3,15 @@ import pytest
 from mechint.cli.main import main
 
 
-def test_demo_writes_figures_and_a_summary_with_the_measured_facts(tmp_path, capsys):
+@pytest.mark.parametrize("quick", [False, True])
+def test_demo_writes_figures_and_a_summary_with_the_measured_facts(tmp_path, capsys, quick):
+    """The demo, and its quick form (a tenth of the steps: an install's smoke test, which
+    ``make wheel-check`` runs from the wheel), hold the same facts."""
     out = tmp_path / "demo"
     with pytest.raises(SystemExit) as info:
-        main(["demo", "--out", str(out)])
+        main(["demo", "--out", str(out), *(["--quick"] if quick else [])])
     assert info.value.code == 0
+    assert f"steps = {1000 if quick else 10_000}," in (out / "summary.txt").read_text()
     for name in ("momentum_sphere.png", "invariants.png"):
         assert (out / name).stat().st_size > 20_000
     rows = {}

@@ -18,6 +18,11 @@ def add_parser(sub) -> None:
         "Euler. Writes momentum_sphere.png, invariants.png and summary.txt.",
     )
     p.add_argument("--out", default="mechint-demo", help="folder to write (default mechint-demo)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a tenth of the steps, the same files (an install's smoke test)",
+    )
     p.set_defaults(handler=handle)
 
 
@@ -33,7 +38,7 @@ def handle(args: argparse.Namespace) -> int:
         raise InputError("--out", f"cannot create folder {str(out)!r}: {exc.strerror}") from None
     for name in DEMO_FILES:  # a FIFO or a link among them would block or stray
         io.check_writable(out / name, "--out", {Path(name).suffix: "demo"})
-    result = run_demo(out)
+    result = run_demo(out, quick=args.quick)
     print(result["summary"], end="")
     print(f"wrote {out.resolve()}")
     return 0
