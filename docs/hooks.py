@@ -199,9 +199,12 @@ API = {
            "experiment files, and the figures.",
            lambda: ["mechint.io", "mechint.runfile", "mechint.sweeps",
                     *_public("mechint.plot")]),
-    "lie": ("Lie groups and solvers", "so(n), Symm(n), SO(3) quaternions, the Cayley map; "
-            "Newton's method and the small dense solves.",
-            lambda: [*_public("mechint.lie"), *_public("mechint.solvers")]),
+    "lie": ("Lie groups, attitudes and solvers", "so(n), Symm(n), SO(3) quaternions, the "
+            "Cayley map; attitudes as quaternions, Euler angles, axis-angle vectors and in "
+            "an orbit's LVLH frame (mechint.attitude); Newton's method and the small dense "
+            "solves.",
+            lambda: [*_public("mechint.lie"), *_public("mechint.attitude"),
+                     *_public("mechint.solvers")]),
 }  # fmt: skip
 
 

@@ -14,7 +14,16 @@ from mechint import _xla
 jax.config.update("jax_enable_x64", True)
 _xla.set_small_loops()
 
-from mechint import diagnostics, exact, integrators, lie, maps, solvers, systems  # noqa: E402
+from mechint import (  # noqa: E402
+    attitude,
+    diagnostics,
+    exact,
+    integrators,
+    lie,
+    maps,
+    solvers,
+    systems,
+)
 from mechint._version import __version__  # noqa: E402
 from mechint.errors import (  # noqa: E402
     InputError,
@@ -38,6 +47,7 @@ __all__ = [
     "Trajectory",
     "UnsupportedError",
     "__version__",
+    "attitude",
     "diagnostics",
     "exact",
     "integrate",
