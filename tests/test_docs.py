@@ -20,7 +20,16 @@ def _hooks():
 def test_every_public_name_is_on_an_api_page_with_its_own_docstring():
     hooks = _hooks()
     listed = {name for _, _, names in hooks.API.values() for name in names()}
-    for package in ("systems", "integrators", "exact", "diagnostics", "lie", "solvers", "plot"):
+    for package in (
+        "systems",
+        "integrators",
+        "exact",
+        "diagnostics",
+        "lie",
+        "attitude",
+        "solvers",
+        "plot",
+    ):
         module = importlib.import_module(f"mechint.{package}")
         for name in module.__all__:
             path = f"mechint.{package}.{name}"

@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -547,6 +548,51 @@ def test_rigid_bodies_from_the_command_line_and_a_sweep(tmp_path, capsys):
     bad = [*argv[:6], "tests.systems.rigid_bodies_cases:nothing", *argv[7:]]
     code, _, err = _run(bad, capsys)
     assert code == 2 and "--potential" in err and len(err.strip().splitlines()) == 1
+
+
+def test_r0_as_a_quaternion_euler_angles_or_a_rounded_matrix(tmp_path, capsys):
+    """--R0 per body as 9 numbers (a matrix rounded to 6 digits is re-orthogonalised, with
+    a note saying by how much), 4 (a quaternion w,x,y,z of any length) or 3 (yaw, pitch,
+    roll, radians): the file's first attitudes are those rotations; other widths, a zero
+    quaternion and a matrix far from SO(3) are one line and exit 2."""
+    from mechint import attitude
+
+    q = np.array([0.8, 0.2, -0.4, 0.4])
+    angles = np.array([0.3, -0.2, 1.1, -0.5, 0.4, 0.1])  # two bodies
+    rounded = np.round(np.asarray(attitude.from_euler(angles[:3])), 6)
+    two = np.asarray(attitude.from_euler(angles.reshape(2, 3)))
+    cases_ = {
+        "quaternion": ("1.6,0.4,-0.8,0.8", np.asarray(attitude.from_quaternion(q))[None]),
+        "euler": (",".join(map(str, angles)), two),
+        "rounded": (",".join(map(str, rounded.ravel())), None),
+    }
+    for name, (text, want) in cases_.items():
+        bodies = "2,1.5,1" if name != "euler" else "2,1.5,1;2,1.5,1"
+        pi0 = "0.45,-0.3,0.89" if name != "euler" else "0.45,-0.3,0.89,0.1,0.2,0.3"
+        out = tmp_path / f"{name}.nc"
+        argv = ["run", "--system", "rigid-bodies", "--inertia", bodies, "--R0", text, "--Pi0",
+                pi0, "--integrator", "lie-group-variational", "--h", "0.05", "--steps", "4",
+                "--out", str(out), "--quiet"]  # fmt: skip
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            code, _, err = _run(argv, capsys)
+        assert code == 0, err
+        notes = [str(w.message) for w in caught if w.category is mi.SpecialCaseWarning]
+        with xr.open_dataset(out, engine="h5netcdf") as ds:
+            R = ds["R"].values[0]
+        if want is not None:
+            assert np.max(np.abs(R - want)) < 4e-16, name
+            assert not notes, notes
+        else:  # (the command prints it as one "note:" line: test_hostile)
+            assert len(notes) == 1 and notes[0].startswith("--R0 re-orthogonalised: max"), notes
+            assert np.max(np.abs(np.swapaxes(R, -1, -2) @ R - np.eye(3))) < 1e-15
+            assert np.max(np.abs(R - rounded)) < 1e-6
+    for text in ("1,2", "0,0,0,0", "1,0,0,0,1,0,0,0,0.9"):
+        code, _, err = _run(["run", "--system", "rigid-bodies", "--inertia", "2,1.5,1", "--R0",
+                             text, "--Pi0", "0.1,0.2,0.3", "--integrator",
+                             "lie-group-variational", "--h", "0.05", "--steps", "4", "--out",
+                             str(tmp_path / "bad.nc")], capsys)  # fmt: skip
+        assert code == 2 and "--R0" in err and len(err.strip().splitlines()) == 1, (text, err)
 
 
 def test_a_planetary_preset_and_a_bodies_file_run_and_name_the_bodies(tmp_path, capsys):

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar, final
 
@@ -70,7 +71,7 @@ from jaxtyping import Array, Float
 from mechint import maps
 from mechint._pytree import register_pytree
 from mechint._validate import real_array, real_output, rotation_tolerance, shown, traced
-from mechint.errors import InputError
+from mechint.errors import InputError, SpecialCaseWarning
 from mechint.lie import orthonormalize, so3
 from mechint.systems.base import (
     BodiesInPotential,
@@ -172,6 +173,46 @@ def _masses(mass, n: int) -> Any:
     if np.any(arr <= 0):
         raise InputError("mass", f"every mass must be > 0, got {tuple(arr.tolist())}")
     return arr
+
+
+# A matrix given on the command line (--R0) whose rows were rounded (to 6 digits, say)
+# is moved to the nearest rotation, with a note, up to this defect |RᵀR − 1|.
+_ROUNDED_R = 1e-3
+
+
+def _attitudes(value, n: int) -> np.ndarray:
+    """``--R0``: per body a row of 9 numbers (R row by row; re-orthogonalised with a
+    ``SpecialCaseWarning`` where rounded, up to ``_ROUNDED_R``), 4 (a quaternion w, x,
+    y, z of any length) or 3 (yaw, pitch, roll, radians, ``attitude.from_euler``
+    "321"); (n, 3, 3) rotations, else ``InputError`` naming --R0."""
+    from mechint import attitude
+
+    arr = np.asarray(value, dtype=float).reshape(-1)
+    width = arr.size // n if n and arr.size % n == 0 else 0
+    if width not in (9, 4, 3) or not np.all(np.isfinite(arr)):
+        raise InputError("R0", f"expected {n} rows of 9 numbers (R row by row), 4 (a "
+                         f"quaternion w,x,y,z) or 3 (yaw, pitch, roll in radians), one row "
+                         f"per body, got {arr.size} numbers" + ("" if np.all(np.isfinite(arr))
+                                                                else " (not all finite)"),
+                         "e.g. --R0 1,0,0,0 (the identity as a quaternion)")  # fmt: skip
+    rows = arr.reshape(n, width)
+    if width == 4:
+        if np.any(np.linalg.norm(rows, axis=1) == 0):
+            raise InputError("R0", "a quaternion of length 0 is no rotation",
+                             "e.g. 1,0,0,0 for the identity")  # fmt: skip
+        return np.asarray(attitude.from_quaternion(rows))
+    if width == 3:
+        return np.asarray(attitude.from_euler(rows, "321"))
+    R = rows.reshape(n, 3, 3)
+    defect = float(np.max(np.abs(np.swapaxes(R, -1, -2) @ R - np.eye(3))))
+    if rotation_tolerance(R) < defect <= _ROUNDED_R and np.all(np.linalg.det(R) > 0):
+        U, _, Vt = np.linalg.svd(R)
+        near = U @ Vt
+        warnings.warn(f"--R0 re-orthogonalised: max |RᵀR − 1| was {defect:.2g}; the "
+                      f"nearest rotations move it by up to {np.max(np.abs(near - R)):.2g}",
+                      SpecialCaseWarning, stacklevel=2)  # fmt: skip
+        return near
+    return R
 
 
 def rotation_matrices(name: str, value, n: int, lead: tuple[int, ...]) -> np.ndarray:
@@ -322,7 +363,9 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
     state_options: ClassVar[tuple[StateOption, ...]] = (
         StateOption("x0", "centres of mass, a row x,y,z per body (rigid-bodies with masses)"),
         StateOption("p0", "momenta, a row per body (rigid-bodies with masses; default 0)"),
-        StateOption("R0", "attitudes, a row of 9 numbers (R row by row) per body "
+        StateOption("R0", "attitudes, per body a row of 9 numbers (R row by row; a matrix "
+                    "rounded to 1e-3 is re-orthogonalised, with a note), 4 (a quaternion "
+                    "w,x,y,z) or 3 (yaw, pitch, roll in radians: R = Rz Ry Rx) "
                     "(default: the identity)"),
         StateOption("Pi0", "body angular momenta, a row per body"),
     )  # fmt: skip
@@ -726,7 +769,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
             return arr.reshape(n, width)
 
         R = given.get("R0")
-        R = np.broadcast_to(np.eye(3), (n, 3, 3)) if R is None else rows("R0", R, 9)
+        R = np.broadcast_to(np.eye(3), (n, 3, 3)) if R is None else _attitudes(R, n)
         Pi = rows("Pi0", required(given, "Pi0", self.name, "give a row per body"), 3)
         parts = {"R0": np.reshape(R, (n, 3, 3)), "Pi0": Pi}
         if self.translating:
