@@ -44,6 +44,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mechint._validate import traced
+from mechint.integrators.half_steps import (
+    implicit_half,
+    position_half,
+    position_update,
+)
 from mechint.maps import Reason, StepStatus, combine, ok_status, status
 from mechint.solvers import Newton
 from mechint.systems.base import BodiesInPotential
@@ -117,7 +123,6 @@ def _kick(solver: Newton, system: Forced, t, q, p, ch, guess) -> tuple[Any, Step
     """The momentum of a kick whose force is at the new momentum (B's, SV's first):
     explicit for a separable H and a force without p; otherwise by Newton from
     ``guess``."""
-    from mechint.integrators.symplectic_euler import implicit_half
 
     base = system.base
     if isinstance(base, Separable) and not system.momentum_dependent:
@@ -127,7 +132,6 @@ def _kick(solver: Newton, system: Forced, t, q, p, ch, guess) -> tuple[Any, Step
 
 
 def symplectic_euler(solver: Newton, variant: str, system: Forced, x, h):
-    from mechint.integrators.symplectic_euler import implicit_half, position_update
 
     base = system.base
     assert isinstance(base, Canonical)
@@ -162,8 +166,6 @@ def symplectic_euler(solver: Newton, variant: str, system: Forced, x, h):
 
 
 def stormer_verlet(solver: Newton, system: Forced, x, h):
-    from mechint.integrators.stormer_verlet import _position_half
-    from mechint.integrators.symplectic_euler import implicit_half
 
     base = system.base
     assert isinstance(base, Canonical)
@@ -183,7 +185,7 @@ def stormer_verlet(solver: Newton, system: Forced, x, h):
         )
     else:
         v0 = base.gradient(q, half)[1]
-        q1, s2 = implicit_half(solver, _position_half, q + h * v0, (base, q, half, h, v0))
+        q1, s2 = implicit_half(solver, position_half, q + h * v0, (base, q, half, h, v0))
         dq = q1 - q
         p1 = (half - (0.5 * h) * base.gradient(q1, half)[0]) + (0.5 * h) * _total(
             system, t1, q1, half
@@ -245,8 +247,6 @@ def moves_positions(system: Forced) -> bool:
     ``RigidBodies`` (ẋ = p/m + F_x), read at the example state at t = 0 (False where
     the system's numbers are traced and cannot be read: the step then fails with
     ``Reason.UNSUPPORTED`` where such a force appears)."""
-    from mechint._validate import traced
-
     base: Any = system.base
     if "x" not in [name for name, _ in base.state_fields]:
         return False
@@ -282,7 +282,6 @@ def lie_group_variational(integrator, system: Forced, x, h):
     balances J − I_J are kept to round-off (forced discrete Noether); the work and the
     dissipation of a step are the trapezoidal sums (h/2)∇H·F and (h/2)∇HᵀR∇H at the two
     kicks' momenta, and the energy balance holds to O(h²)."""
-    from mechint.integrators.symplectic_euler import implicit_half
 
     base = system.base
     assert isinstance(base, BodiesInPotential)
@@ -343,7 +342,6 @@ def moser_veselov(integrator, system: Forced, x, h):
     (h/2)∇HᵀR∇H at the two kicks' momenta (the energy balance to O(h²)); with a zero
     torque the conservative map's operations.  The same map as ``LieGroupVariational()``
     on ``Forced(RigidBodies(inertia))`` with the centres fixed, without the attitude."""
-    from mechint.integrators.symplectic_euler import implicit_half
 
     m, t, work, dissipated, impulses = system.split(x)
     c = 0.5 * h

@@ -17,7 +17,7 @@ import dataclasses
 from typing import ClassVar, final
 
 from mechint.integrators import forced, stages
-from mechint.integrators.symplectic_euler import implicit_half, momentum_update
+from mechint.integrators.half_steps import implicit_half, momentum_update, position_half
 from mechint.maps import (
     ImplicitIntegrator,
     StepStatus,
@@ -30,12 +30,6 @@ from mechint.maps import (
 from mechint.solvers import Newton
 from mechint.systems.canonical import Canonical, Separable
 from mechint.systems.forced import Forced
-
-
-def _position_half(z, args):
-    """q + (h/2)(∂H/∂p(q, p_{k+½}) + ∂H/∂p(z, p_{k+½})): the equation for q_{k+1} = z."""
-    system, q, half, h, v0 = args
-    return q + (0.5 * h) * (v0 + system.gradient(z, half)[1])
 
 
 @final
@@ -63,7 +57,7 @@ class StormerVerlet(ImplicitIntegrator):
         Hp = lambda q, p: system.gradient(q, p)[1]  # noqa: E731
         half, s1 = implicit_half(self.solver, momentum_update, p, (system, q, p, 0.5 * h))
         v0 = Hp(q, half)
-        q1, s2 = implicit_half(self.solver, _position_half, q + h * v0, (system, q, half, h, v0))
+        q1, s2 = implicit_half(self.solver, position_half, q + h * v0, (system, q, half, h, v0))
         p1 = half - (0.5 * h) * Hq(q1, half)
         return (q1, p1), combine([s1, s2])
 

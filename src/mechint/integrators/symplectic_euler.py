@@ -17,39 +17,19 @@ from typing import ClassVar, final
 
 from mechint.errors import InputError
 from mechint.integrators import forced
+from mechint.integrators.half_steps import implicit_half, momentum_update, position_update
 from mechint.maps import (
     ImplicitIntegrator,
-    Reason,
     Setting,
     StepStatus,
     Traits,
     kept,
     ok_status,
     serves_only,
-    status,
 )
 from mechint.solvers import Newton
 from mechint.systems.canonical import Canonical, Separable
 from mechint.systems.forced import Forced
-
-
-def implicit_half(solver: Newton, equation, guess, args):
-    """Solve z = equation(z, args) by Newton from ``guess``; returns (z, StepStatus).
-    ``equation`` closes over no traced value (``Newton.solve``): it reads ``args``."""
-    z, st = solver.solve(lambda z, a: z - equation(z, a), guess, args)
-    return z, status(st.converged, st.residual, Reason.NOT_CONVERGED)
-
-
-def position_update(z, args):
-    """q + h ∂H/∂p(z, p): the implicit equation of variant A for q_{k+1} = z."""
-    system, q, p, h = args
-    return q + h * system.gradient(z, p)[1]
-
-
-def momentum_update(z, args):
-    """p − h ∂H/∂q(q, z): the implicit equation of variant B for p_{k+1} = z."""
-    system, q, p, h = args
-    return p - h * system.gradient(q, z)[0]
 
 
 @final
