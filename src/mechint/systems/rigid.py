@@ -17,7 +17,7 @@ from jaxtyping import Array, Float
 
 from mechint._validate import positive_vector, real_array, shown
 from mechint.errors import InputError
-from mechint.lie import so_index, sym_index
+from mechint.lie import so3, so_index, sym_index
 from mechint.systems.base import (
     LevelSetSampler,
     MoserVeselovBody,
@@ -284,3 +284,36 @@ def matrix_state(name: str, value, n: int, kind: str) -> tuple[np.ndarray, bool]
 def vector_state(name: str, value, n: int) -> tuple[np.ndarray, bool]:
     """A vector in R^n or a batch (B, n)."""
     return validate_vector_state(name, value, n)
+
+
+# Levi-Civita ε_ijk.
+_EPS = np.zeros((3, 3, 3))
+for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+    _EPS[_i, _j, _k], _EPS[_i, _k, _j] = 1.0, -1.0
+
+
+def bodies_tensor(R, Pi, translating: bool, time_dependent: bool):
+    """The Poisson tensor of N rigid bodies (``systems.RigidBodies``) at one state, in the
+    coordinates (x, p, vec R, Π), then (t, e) where time-dependent: {R_b,ij, Π_b,l} =
+    −Σ_k R_ik ε_kjl and {Π_b, Π_b} = hat(Π_b), block-diagonal over the bodies; x, p and
+    t, e canonical pairs."""
+    n, real = R.shape[0], R.dtype
+    eps = jnp.asarray(_EPS, dtype=real)
+    T = -jnp.einsum("nik,kjl->nijl", R, eps).reshape(n, 9, 3)
+    eye_n = jnp.eye(n, dtype=real)
+    RPi = jnp.einsum("nal,nm->naml", T, eye_n).reshape(9 * n, 3 * n)
+    PiPi = jnp.einsum("nab,nm->namb", so3.hat(Pi), eye_n).reshape(3 * n, 3 * n)
+    zR = jnp.zeros((9 * n, 9 * n), real)
+    B = jnp.block([[zR, RPi], [-RPi.T, PiPi]])
+    if translating:
+        k = 3 * n
+        I, Z = jnp.eye(k, dtype=real), jnp.zeros((k, k), real)
+        trans = jnp.block([[Z, I], [-I, Z]])
+        zc = jnp.zeros((2 * k, 12 * n), real)
+        B = jnp.block([[trans, zc], [zc.T, B]])
+    if not time_dependent:
+        return B
+    d = B.shape[0]  # {t, e} = 1: the canonical pair last
+    time = jnp.asarray([[0.0, 1.0], [-1.0, 0.0]], real)
+    zc = jnp.zeros((d, 2), real)
+    return jnp.block([[B, zc], [zc.T, time]])
