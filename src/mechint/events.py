@@ -101,6 +101,29 @@ class Crossings(NamedTuple):
     count: Any
     overflowed: Any
 
+    def __repr__(self) -> str:
+        """One line: the counts per member, the capacity and the overflows (not the data)."""
+        try:
+            count = np.asarray(self.count)
+            over = int(np.sum(np.asarray(self.overflowed)))
+        except (TypeError, jax.errors.ConcretizationTypeError):  # traced: shapes only
+            return f"Crossings(t{tuple(np.shape(self.t))})"
+        counts = str(int(count)) if count.ndim == 0 else f"{count.min()}..{count.max()} a member"
+        return (f"Crossings({counts} crossings, {np.shape(self.t)[-1]} slots"
+                + (f", {over} overflowed" if over else "") + ")")  # fmt: skip
+
+    def trimmed(self) -> list:
+        """The crossings per member without the padding: a list of (t, x) with
+        ``count`` entries each (one pair for a single run)."""
+        count = np.asarray(self.count)
+        t = np.asarray(self.t)
+        xs = jax.tree.map(np.asarray, self.x)
+        if count.ndim == 0:
+            n = int(count)
+            return [(t[:n], jax.tree.map(lambda a: a[:n], xs))]
+        return [(t[b, : int(c)], jax.tree.map(lambda a, b=b, c=c: a[b, : int(c)], xs))
+                for b, c in enumerate(count)]  # fmt: skip
+
 
 class _Watched(NamedTuple):
     """One event's record in the loop: the condition at the last state ``g``, the

@@ -96,6 +96,19 @@ class Solution(NamedTuple):
         """True where the member ran every step."""
         return self.failed_step < 0
 
+    def __repr__(self) -> str:
+        """One line: the samples, the states' shapes, the failures and the events' counts
+        (not the data; the shapes alone inside a transform)."""
+        shapes = ", ".join(str(tuple(np.shape(a))) for a in jax.tree.leaves(self.x))
+        try:
+            span = f", t in [{float(self.t[0]):g}, {float(self.t[-1]):g}]"
+            failed = f"; {int(np.sum(np.asarray(self.failed_step) >= 0))} failed"
+            crossed = "".join(f"; {key}: {int(np.sum(np.asarray(c.count)))} crossings"
+                              for key, c in self.events.items())  # fmt: skip
+        except (TypeError, jax.errors.ConcretizationTypeError):  # traced: shapes only
+            span = failed = crossed = ""
+        return f"Solution({np.shape(self.t)[0]} samples{span}; x {shapes}{failed}{crossed})"
+
 
 def decode(fail) -> tuple[Any, Any]:
     """(failed step, −1 where none; reason code, 0 where none) from the packed record

@@ -86,6 +86,37 @@ class Trajectory:
             f"{failed} failed{ended}{crossed})"
         )
 
+    def table(self, member: int | None = None, rows: int = 5, columns: int = 8) -> str:
+        """A text table of the samples as ``to_csv`` names their columns (t, then each
+        state component): the first and last ``rows`` samples, the first ``columns``
+        components (a batch: of ``member``, 0 by default), and a line saying what was
+        left out."""
+        arrays = [(name, a) for name, _dims, a in io._leaves(self)]
+        if self.batched:
+            b = 0 if member is None else int(member)
+            arrays = [(name, a[b]) for name, a in arrays]
+        names = io.csv_names(arrays, {}, False)[1:]
+        n = len(self.t)
+        values = np.concatenate([np.reshape(a, (n, -1)) for _, a in arrays], axis=1)
+        shown = min(columns, len(names))
+        picked = np.arange(n) if n <= 2 * rows else np.r_[:rows, n - rows : n]
+        header = ["t", *names[:shown]]
+        body = [[f"{self.t[k]:.6g}", *(f"{v:.6g}" for v in values[k, :shown])] for k in picked]
+        widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+        lines = ["  ".join(c.rjust(w) for c, w in zip(header, widths, strict=True))]
+        for i, r in enumerate(body):
+            if n > 2 * rows and i == rows:
+                lines.append("  ".join("⋮".rjust(w) for w in widths))
+            lines.append("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
+        left = [f"{n - len(picked)} samples"] if len(picked) < n else []
+        left += [f"{len(names) - shown} columns"] if shown < len(names) else []
+        notes = [f"member {0 if member is None else member} of "
+                 f"{np.shape(self.failed_step)[0]}"] if self.batched else []  # fmt: skip
+        notes += [" and ".join(left) + " not shown"] if left else []
+        if notes:
+            lines.append(f"({'; '.join(notes)})")
+        return "\n".join(lines)
+
     @property
     def reason(self) -> np.ndarray:
         """Why each member failed, as the labels files store ("ok" where it did not):

@@ -52,9 +52,5 @@ def handle(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=1))
         return code
     print(f"{system!r} — {type(integrator).__name__}, h = {h:g} (exponent over h .. h/16)")
-    width = max(len(r.name) for r in rows)
-    print(f"{'property':<{width}}  {'defect at h':>11}  {'exponent':>8}  verdict")
-    for r in rows:
-        p = "" if r.exponent is None else f"{r.exponent:.2f}"
-        print(f"{r.name:<{width}}  {r.defect:11.2e}  {p:>8}  {r.verdict}")
+    print(rows.table())
     return code

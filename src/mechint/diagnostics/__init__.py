@@ -17,7 +17,7 @@ from mechint.diagnostics.fit import PowerLaw, fit_power_law
 from mechint.diagnostics.integrals import Integrals, find_integrals, monomials
 from mechint.diagnostics.invariants import invariant_errors, preserved_errors
 from mechint.diagnostics.order import InvariantDrift, OrderFit, drift, observed_order
-from mechint.diagnostics.report import PropertyCheck, check
+from mechint.diagnostics.report import Checks, PropertyCheck, check
 from mechint.diagnostics.structure import (
     jacobian,
     measure_defect,
@@ -28,6 +28,7 @@ from mechint.diagnostics.structure import (
 )
 
 __all__ = [
+    "Checks",
     "Comparison",
     "DefectScaling",
     "Integrals",

@@ -100,6 +100,14 @@ class Integrals:
             out.append((text if not text.startswith("- ") else "-" + text[2:]) + " = 0")
         return out
 
+    def __repr__(self) -> str:
+        """One line: the dimension, the basis size, the checks and the least gap."""
+        least = np.nanmin(np.asarray(self.gap, dtype=float)) if self.dimension else np.nan
+        gap = f", least gap {least:.3g}" if np.isfinite(least) else ""
+        return (f"Integrals(dimension {self.dimension} in {len(self.names)} functions, "
+                f"{len(self.dimensions)} orbit(s), verified {list(self.verified)}{gap}; "
+                ".table() for the relations)")  # fmt: skip
+
     def table(self) -> str:
         """A text table: per orbit the dimension, the gap, the checks and the relations."""
         lines = [self.decision]

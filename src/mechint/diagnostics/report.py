@@ -36,6 +36,10 @@ class PropertyCheck:
     verdict: str
     scaling: defects.DefectScaling
 
+    def __repr__(self) -> str:
+        p = "" if self.exponent is None else f", exponent {self.exponent:.2f}"
+        return f"PropertyCheck({self.name}: {self.verdict}, defect {self.defect:.2e} at h{p})"
+
     def as_dict(self) -> dict:
         """Plain values for JSON: a defect that is not a number (a failed step, an
         overflow) is null, never the non-JSON NaN."""
@@ -49,15 +53,33 @@ class PropertyCheck:
         }
 
 
+class Checks(list):
+    """What ``check`` returns: a list of ``PropertyCheck``, one per property, with a short
+    repr (each property's verdict) and ``table()``, the text table ``mechint check``
+    prints."""
+
+    def __repr__(self) -> str:
+        return "Checks(" + "; ".join(f"{r.name}: {r.verdict}" for r in self) + ")"
+
+    def table(self) -> str:
+        """One line per property: its defect at h, the exponent over h .. h/2^k and the
+        verdict, under a header."""
+        width = max([len("property"), *(len(r.name) for r in self)])
+        lines = [f"{'property':<{width}}  {'defect at h':>11}  {'exponent':>8}  verdict"]
+        for r in self:
+            p = "" if r.exponent is None else f"{r.exponent:.2f}"
+            lines.append(f"{r.name:<{width}}  {r.defect:11.2e}  {p:>8}  {r.verdict}")
+        return "\n".join(lines)
+
+
 def _number(value) -> float | None:
     value = float(value)
     return value if np.isfinite(value) else None
 
 
-def check(
-    system: System, integrator: Integrator, x, h: float, *, halvings: int = 4
-) -> list[PropertyCheck]:
-    """Measure every applicable property of ``integrator`` on ``system`` at state x."""
+def check(system: System, integrator: Integrator, x, h: float, *, halvings: int = 4) -> Checks:
+    """Measure every applicable property of ``integrator`` on ``system`` at state x: a
+    ``Checks`` list of ``PropertyCheck`` (``.table()`` prints it as ``mechint check``)."""
     h = _validate.step_size(h)
     halvings = _validate.count("halvings", halvings)
     hs = h * 2.0 ** -np.arange(halvings + 1)
@@ -109,7 +131,7 @@ def check(
         if name not in own:
             values = rel(out.kept_before[name], out.kept_after[name], name)
             items.append((f"kept {name}", values, "relative", failed))
-    rows = []
+    rows = Checks()
     for name, values, kind, bad in items:
         scaling = defects.classify(hs, values, floors[kind], bad)
         rows.append(

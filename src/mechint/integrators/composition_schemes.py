@@ -116,6 +116,10 @@ class CompositionScheme:
     order: int
     exact: tuple[Decimal, ...] = dataclasses.field(init=False, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        """The scheme by name, order and stages (the coefficients: ``gamma``)."""
+        return f"CompositionScheme({self.name!r}, order {self.order}, {len(self.gamma)} stages)"
+
     def __post_init__(self):
         written = all(isinstance(v, str | Decimal) for v in self.gamma)
         exact = tuple(_exact(v) for v in self.gamma)
