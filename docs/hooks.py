@@ -224,7 +224,9 @@ def cli_page() -> str:
         "# Command line",
         "",
         "Generated from `mechint <command> --help` at every build.  After `make demo`, "
-        "activate the environment (`source .venv/bin/activate`) to type `mechint`.",
+        "activate the environment (`source .venv/bin/activate`) to type `mechint`.  Every "
+        "option takes both spellings (`--save-every` or `--save_every`), and an option "
+        "that is not one names the nearest that are (`--stepz`: did you mean `--steps`?).",
         "",
     ]
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")

@@ -150,6 +150,31 @@ def test_a_potential_module_is_imported_only_for_an_otherwise_valid_command(
     assert code == 0 and ran.exists(), err
 
 
+def test_options_take_both_spellings_and_a_typo_gets_a_suggestion(tmp_path, capsys):
+    """--save_every for --save-every and --rotation-invariant for --rotation_invariant run
+    as the other spelling does; a near miss (--stepz) is one line naming the option and
+    what it may mean, through the installed command too."""
+    a, b = tmp_path / "a.nc", tmp_path / "b.nc"
+    spelled = [*[("--save_every" if x == "--save-every" else x) for x in BASE], "--quiet"]
+    assert _run([*BASE, "--quiet", "--out", str(a)], capsys)[0] == 0
+    assert _run([*spelled, "--out", str(b)], capsys)[0] == 0
+    with xr.open_dataset(a) as da, xr.open_dataset(b) as db:
+        assert da.sizes["time"] == db.sizes["time"] == 11
+    bodies = ["run", "--system", "rigid-bodies", "--inertia", "1,1.5,2", "--Pi0", "0.1,0.2,0.3",
+              "--integrator", "lie-group-variational", "--h", "0.01", "--steps", "2",
+              "--quiet"]  # fmt: skip
+    for flag in ("--rotation-invariant", "--rotation_invariant"):
+        code, _, err = _run([*bodies, flag, "true", "--out", str(tmp_path / f"{flag}.nc")],
+                            capsys)  # fmt: skip
+        assert code == 0, err
+    typo = [x if x != "--steps" else "--stepz" for x in BASE]
+    code, _, err = _run([*typo, "--out", str(tmp_path / "c.nc")], capsys)
+    assert code == 2 and "unrecognized option --stepz; did you mean --steps?" in err, err
+    p = subprocess.run([sys.executable, "-m", "mechint", *typo, "--out", str(tmp_path / "c.nc")],
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "did you mean --steps" in p.stderr
+
+
 def test_bad_plot_path(tmp_path, capsys):
     code, _, stderr = _run([*BASE, "--out", str(tmp_path / "a.nc"), "--plot", "a.jpgx"], capsys)
     assert code == 2 and "--plot" in stderr

@@ -7,6 +7,7 @@ stopped at a failing step (what was computed is written, and the message says so
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import re
 import sys
@@ -51,6 +52,33 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_known_args(self, args=None, namespace=None):  # pyright: ignore[reportIncompatibleMethodOverride]
+        """Every option in both spellings (``--rotation-invariant`` for
+        ``--rotation_invariant`` and back); an unknown option is an error naming the
+        nearest known ones ("did you mean")."""
+        known = self._option_string_actions
+        spelled = []
+        for arg in list(sys.argv[1:] if args is None else args):
+            name, eq, value = arg.partition("=")
+            if arg.startswith("--") and arg != "--" and name not in known:
+                for other in (name[:2] + name[2:].replace("-", "_"),
+                              name[:2] + name[2:].replace("_", "-")):  # fmt: skip
+                    if other in known:
+                        arg = other + eq + value
+                        break
+            spelled.append(arg)
+        if self._subparsers is None:  # a command's own parser: its options are all known
+            for arg in spelled:  # (before argparse's checks: a typo is the first error)
+                if arg == "--":  # the rest are values
+                    break
+                name = arg.partition("=")[0]
+                prefix = self.allow_abbrev and any(o.startswith(name) for o in known)
+                if name.startswith("--") and name not in known and not prefix:
+                    near = difflib.get_close_matches(name, list(known), n=3, cutoff=0.75)
+                    hint = f"; did you mean {' or '.join(near)}?" if near else ""
+                    self.error(f"unrecognized option {name}{hint}")
+        return super().parse_known_args(spelled, namespace)
 
 
 def build_parser() -> argparse.ArgumentParser:
