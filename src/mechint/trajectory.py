@@ -118,6 +118,33 @@ class Trajectory:
         return "\n".join(lines)
 
     @property
+    def base_state(self) -> Any:
+        """The samples as states of the system the user started from: for a
+        ``systems.TimeTransformed`` run, its base's (q, p) with the time t and its
+        conjugate e removed (``physical_time`` gives t); ``x`` otherwise."""
+        strip = getattr(self.system, "base_state", None)
+        return self.x if strip is None else strip(self.x)
+
+    @property
+    def physical_time(self) -> np.ndarray:
+        """The physical time of every sample, shaped like a sample's leading axes ((T,),
+        or (B, T) for a batch): of a variable-step run (a ``ReversibleAdaptive`` clock, a
+        ``TimeTransformed`` state) each member's own; ``t`` otherwise (a batch's
+        broadcast over its members)."""
+        own = None
+        if self.clock is not None:
+            own = np.asarray(self.clock)[..., 0]
+        elif hasattr(self.system, "physical_time"):
+            own = np.asarray(self.system.physical_time(self.x))
+        t = np.asarray(self.t, dtype=np.float64)
+        if own is None:
+            lead = np.shape(jax.tree.leaves(self.x)[0])[: 2 if self.batched else 1]
+            return np.broadcast_to(t, lead).copy()
+        if not self.batched:  # t is already the physical time (t0 + the state's own)
+            return t
+        return t[0] + own.astype(np.float64)  # a batch's t[0] is the run's t0
+
+    @property
     def reason(self) -> np.ndarray:
         """Why each member failed, as the labels files store ("ok" where it did not):
         ``reason_code`` (``maps.Reason`` codes) read as words."""

@@ -198,3 +198,25 @@ def test_a_step_to_where_g_is_not_positive_fails():
     assert np.all(valid[:, 0] + 0.3 > 0) and np.all(
         np.isfinite(np.asarray(traj.invariants()["K"])[:k])
     )
+
+
+def test_a_time_transformed_run_gives_the_base_state_and_the_physical_time():
+    """``Trajectory.base_state`` is the base system's (q, p) without (t, e) and
+    ``physical_time`` each member's own time (t0 + the state's t), for one run and a
+    batch; a ReversibleAdaptive batch reads its clocks, a fixed-step run its t."""
+    x0 = KEPLER.periapsis_state(0.5)
+    xb = jax.tree.map(lambda a: np.stack([a, 1.01 * a]), x0)
+    one = mi.simulate(TRANSFORMED, I.StormerVerlet(), x0, 0.05, 100, 20)
+    batch = mi.simulate(TRANSFORMED, I.StormerVerlet(), xb, 0.05, 100, 20, t0=2.0)
+    for run, lead in ((one, ()), (batch, (2,))):
+        q, p = run.base_state
+        assert q.shape == p.shape == (*lead, 6, 2)
+        assert np.array_equal(q, np.asarray(run.x[0])[..., :2])
+        assert np.array_equal(p, np.asarray(run.x[1])[..., :2])
+    assert np.array_equal(one.physical_time, one.t)
+    assert np.array_equal(batch.physical_time, 2.0 + np.asarray(batch.x[0])[..., 2])
+    assert np.array_equal(batch.physical_time[0], 2.0 + one.physical_time)
+    ra = mi.simulate(KEPLER, ADAPTIVE, xb, 0.02, 40, 20)
+    assert np.array_equal(ra.physical_time, ra.clock[..., 0]) and ra.base_state is ra.x
+    fixed = mi.simulate(KEPLER, I.StormerVerlet(), xb, 0.05, 40, 20)
+    assert np.array_equal(fixed.physical_time, np.broadcast_to(fixed.t, (2, 3)))

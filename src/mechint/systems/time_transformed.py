@@ -99,6 +99,12 @@ class TimeTransformed(Canonical):
         """The physical time t of a state (or of samples of states)."""
         return x[0][..., -1]
 
+    def base_state(self, x):
+        """The state (q, p) of the base system in an extended state (or samples of them):
+        the time t and its conjugate e removed (``Trajectory.base_state``)."""
+        q, _, p, _ = self.split(*x)
+        return q, p
+
     def first_integrals(self, x) -> dict:
         q, _, p, _ = self.split(*x)
         H = self.base._vectorize(self.base.energy, "(d),(d)->()")(q, p)
