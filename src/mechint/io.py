@@ -496,6 +496,43 @@ def write_csv(traj, path) -> None:
     write_csv_metadata(path, metadata(traj), names, traj.system, fields, tail_arrays(traj))
 
 
+def write_crossings_csv(traj, key: str, path) -> None:
+    """The crossings of the event ``key`` as plain CSV (``mechint section``): one row per
+    crossing, in each member's order (columns ``sample`` for a batch, ``crossing``, t,
+    each state component and each invariant at the crossing), the run's record in the
+    sidecar as ``write_csv`` writes it; written under a temporary name, renamed, then
+    the sidecar."""
+    from mechint.trajectory import invariants as invariants_of
+
+    path = Path(path)
+    c = traj.events[key]
+    count = np.atleast_1d(np.asarray(c.count))
+    fields = [name for name, _ in traj.system.state_fields]
+    leaves = [np.asarray(a) for a in jax.tree.leaves(c.x)]
+    if not traj.batched:  # one member: a leading axis of 1
+        leaves = [a[None] for a in leaves]
+    t = np.atleast_2d(np.asarray(c.t, dtype=np.float64))
+    rows_of = [(b, k) for b, n in enumerate(count) for k in range(int(n))]
+    members = np.array([b for b, _ in rows_of], dtype=int)
+    index = np.array([k for _, k in rows_of], dtype=int)
+    states = jax.tree.unflatten(jax.tree.structure(c.x), [a[members, index] for a in leaves])
+    values = invariants_of(traj.system, states, 1) if rows_of else {}
+    arrays = [(f, a) for f, a in zip(fields, jax.tree.leaves(states), strict=True)]
+    names = ["sample"] if traj.batched else []
+    names += ["crossing", *csv_names(arrays, values, False)]
+    columns = [members[:, None].astype(float)] if traj.batched else []
+    columns += [index[:, None].astype(float), t[members, index][:, None]]
+    columns += [np.reshape(a, (len(rows_of), -1)) for _, a in arrays]
+    columns += [np.reshape(np.asarray(v, dtype=np.float64), (len(rows_of), -1))
+                for v in values.values()]  # fmt: skip
+    tmp = part_path(path)
+    with open(tmp, "w") as fh:
+        fh.write(csv_header(names))
+        write_csv_rows(fh, np.hstack(columns) if rows_of else np.zeros((0, len(names))))
+    replace_synced(tmp, path)
+    write_csv_metadata(path, metadata(traj), names, traj.system, fields, tail_arrays(traj))
+
+
 def csv_names(arrays, invariants: dict, batched: bool) -> list[str]:
     """The CSV columns of ``arrays`` ((name, array) pairs, time leading, or after the
     member axis for a batch) and ``invariants``."""
@@ -574,6 +611,8 @@ def write_csv_metadata(path, attrs: dict, names: list[str], system, fields: list
             column |= {"dc:description": "time (in the units of h)", "unit": "1"}
         elif name == "sample":
             column |= {"datatype": "integer", "dc:description": "batch member"}
+        elif name == "crossing":
+            column |= {"datatype": "integer", "dc:description": "the crossing's number in its run"}
         else:
             field = next((f for f in fields if name.startswith(f + "_")), None)
             info = describe(system, field or name)

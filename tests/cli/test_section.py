@@ -8,6 +8,7 @@ import xarray as xr
 
 import mechint as mi
 from mechint.cli.section import draw_on_surface
+from mechint.io import csv_metadata_path
 from tests.cli.helpers import invoke
 
 HH = [
@@ -40,6 +41,23 @@ def test_a_section_at_an_energy_is_written_with_its_figure(tmp_path, capsys):
     lib = mi.simulate(hh, mi.integrators.StormerVerlet(), x0, 0.05, 2000, 2000, events=[up],
                       max_events=1000)  # fmt: skip
     assert np.array_equal(lib.events["section"].x[0], q, equal_nan=True)
+    # as CSV: the crossings, a row each (member, number, t, the state, H), the run's
+    # record in the sidecar; the figure's title says the energy
+    csv = tmp_path / "hh.csv"
+    code, _, err = invoke([*HH, "--energy", "0.125", "--count", "4", "--seed", "3",
+                           "--out", str(csv)], capsys)  # fmt: skip
+    assert code == 0, err
+    rows = np.genfromtxt(csv, delimiter=",", names=True)
+    assert rows.dtype.names == ("sample", "crossing", "t", "q_1", "q_2", "p_1", "p_2", "H")
+    assert len(rows) == int(count.sum()) and np.allclose(rows["H"], 0.125, atol=1e-4)  # O(h²)
+    member, k = rows["sample"].astype(int), rows["crossing"].astype(int)
+    assert np.array_equal(rows["q_2"], q[member, k, 1])
+    assert np.array_equal(rows["t"], lib.events["section"].t[member, k])
+    assert csv_metadata_path(csv).is_file()
+    from mechint.plot import section_figure
+
+    title = section_figure(hh, lib, ((0, 1), (1, 1)), "q_1=0", 0.125).axes[0].get_title()
+    assert title.startswith("HenonHeiles at E = 0.125: section q_1=0")
 
 
 @pytest.mark.parametrize(

@@ -64,7 +64,13 @@ def add_parser(sub) -> None:
                    help="draw the other coordinates in [-box, box] (default 1)")  # fmt: skip
     p.add_argument("--axes", help="the two components drawn, e.g. q_2,p_2 (default: the "
                    "first two not fixed by the surface)")  # fmt: skip
-    p.add_argument("--out", required=True, help="output file (.nc)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output file: .nc (the run, its crossings "
+        "included) or .csv (the crossings, a row each, the run's record in its "
+        "sidecar)",
+    )
     p.add_argument("--overwrite", action="store_true",
                    help="replace --out even when it holds an unfinished run (resumable by "
                    "mechint run --resume) or a file mechint did not write")  # fmt: skip
@@ -151,20 +157,24 @@ def handle(args: argparse.Namespace) -> int:
     else:
         x0 = model.initial_state(args, system)[0]
     model.check_serves(integrator, system)
-    out = io.check_writable(args.out, "--out", {".nc": "netcdf"})
+    out = io.check_writable(args.out, "--out", {".nc": "netcdf", ".csv": "csv"})
     plot = io.check_writable(args.plot, "--plot", FIGURE_FORMATS) if args.plot else None
     with guard.exclusive(out):  # the lock every command that writes --out takes
         if not args.overwrite:
             guard.keep_unfinished(out)
         traj = simulate(system, integrator, x0, h, steps, steps, events=[event],
                         max_events=crossings, throw=False)  # fmt: skip
-        traj.save(out)
+        if out.suffix.lower() == ".csv":  # the crossings, a row each, and the run's record
+            io.write_crossings_csv(traj, "section", out)
+        else:
+            traj.save(out)
     c = traj.events["section"]
     count = np.atleast_1d(c.count)
     if plot is not None:
         from mechint.plot import section_figure
 
-        section_figure(system, traj, axes, args.surface).savefig(plot, dpi=130)
+        energy = None if args.energy is None else parsing.real("--energy", args.energy)
+        section_figure(system, traj, axes, args.surface, energy).savefig(plot, dpi=130)
     if not args.quiet:
         over = int(np.sum(np.atleast_1d(c.overflowed)))
         failed = int(np.sum(traj.failed))

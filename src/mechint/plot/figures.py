@@ -149,10 +149,10 @@ def invariant_error_figure(t, errors: dict[str, dict[str, np.ndarray]], title: s
     return fig
 
 
-def section_figure(system, traj, axes, surface: str) -> Figure:
+def section_figure(system, traj, axes, surface: str, energy: float | None = None) -> Figure:
     """A Poincaré section: two components of the state at every recorded crossing of
     ``traj.events["section"]`` (``axes``: two (leaf, component) pairs), one colour per
-    run."""
+    run; ``energy``, where the states were drawn at one, in the title."""
     c = traj.events["section"]
     names = [name for name, _ in system.state_fields]
     leaves = [np.asarray(a) for a in jax.tree.leaves(c.x)]
@@ -169,7 +169,8 @@ def section_figure(system, traj, axes, surface: str) -> Figure:
     x, y = np.atleast_2d(x), np.atleast_2d(y)
     for k in range(x.shape[0]):
         ax.plot(x[k], y[k], ".", ms=1.2)
-    title = f"{type(system).__name__}: section {surface}, {int(np.sum(c.count))} points"
+    at = "" if energy is None else f" at E = {energy:g}"
+    title = f"{type(system).__name__}{at}: section {surface}, {int(np.sum(c.count))} points"
     ax.set(xlabel=f"{names[axes[0][0]]}_{axes[0][1] + 1}",
            ylabel=f"{names[axes[1][0]]}_{axes[1][1] + 1}", title=title)  # fmt: skip
     return fig
