@@ -135,3 +135,40 @@ def test_a_user_written_map_on_a_user_system_is_measured():
     assert not rows["reversibility"].scaling.exact  # O(h⁴) measured: the h³ terms cancel for RK2
     verlet = {r.name: r for r in D.check(quartic, I.StormerVerlet(), x, 0.2)}
     assert verlet["symplectic"].verdict == verlet["reversibility"].verdict == "exact (round-off)"
+
+
+def test_check_flags_a_declaration_the_measurement_contradicts():
+    """A user's explicit Euler declared symplectic, symmetric and of order 2: check's
+    verdicts say which declarations the measurement contradicts (symplectic, symmetric,
+    and the order: H, L and A1 change at O(h^2) a step where order 2 allows O(h^3));
+    Störmer–Verlet's true declarations get no such clause."""
+    import dataclasses
+    from typing import ClassVar
+
+    import jax
+
+    import mechint as mi
+    from mechint.maps import Integrator, Traits, ok_status
+
+    @dataclasses.dataclass(frozen=True)
+    class Claimed(Integrator):
+        name: ClassVar[str] = "claimed"
+        traits = Traits(order=2, symmetric=True, explicit=True, symplectic=True)
+
+        def cannot_serve(self, system):
+            return None
+
+        def step(self, system, x, h):
+            y = jax.tree.map(lambda a, b: a + h * b, x, system.vector_field(x))
+            return y, ok_status(y)
+
+    kepler = mi.systems.Kepler()
+    x0 = kepler.periapsis_state(0.5)
+    rows = {r.name: r.verdict for r in mi.diagnostics.check(kepler, Claimed(), x0, 0.01)}
+    assert rows["symplectic"].endswith("contradicts the declared trait: symplectic")
+    assert rows["reversibility"].endswith("contradicts the declared trait: symmetric")
+    for name in ("energy H", "momentum L", "integral A1"):
+        assert rows[name].startswith("O(h^2) — contradicts the declared order 2"), rows[name]
+    assert "contradicts" not in rows["integral A2"]  # O(h^3): within order 2
+    honest = mi.diagnostics.check(kepler, mi.integrators.StormerVerlet(), x0, 0.01)
+    assert not any("contradicts" in r.verdict for r in honest)

@@ -23,7 +23,7 @@ from mechint.diagnostics import defects, structure
 from mechint.diagnostics.invariants import scales_at
 from mechint.diagnostics.onestep import failures, one_step
 from mechint.diagnostics.order import flatten_state
-from mechint.maps import Integrator
+from mechint.maps import EXACT, Integrator
 from mechint.systems.base import HamiltonianSystem, PoissonSystem, System
 from mechint.systems.canonical import Canonical
 
@@ -134,9 +134,41 @@ def check(system: System, integrator: Integrator, x, h: float, *, halvings: int 
     rows = Checks()
     for name, values, kind, bad in items:
         scaling = defects.classify(hs, values, floors[kind], bad)
-        rows.append(
-            PropertyCheck(
-                name, float(scaling.defect[0]), scaling.exponent, scaling.verdict, scaling
-            )
-        )
+        verdict = scaling.verdict + _against_declared(integrator, name, scaling)
+        rows.append(PropertyCheck(name, float(scaling.defect[0]), scaling.exponent, verdict,
+                                  scaling))  # fmt: skip
     return rows
+
+
+# A measured exponent this far below the declared order's p + 1 contradicts it (the fit
+# over h .. h/16 is good to a few hundredths where the defect is well above round-off).
+_ORDER_SLACK = 0.3
+
+
+def _against_declared(integrator: Integrator, name: str, scaling) -> str:
+    """What the measurement says against the map's declared traits, as a clause for the
+    verdict ("" where it agrees): a structure declared kept (symplectic, Poisson,
+    symmetric, energy, a ``preserved`` quantity) measured not exact, or a quantity the
+    exact flow keeps changing faster than the declared order allows (an order-p map moves
+    it by O(h^(p+1)) a step)."""
+    exact = scaling.verdict.startswith("exact")
+    measured = scaling.verdict.startswith("O(h^") and scaling.exponent is not None
+    if not (exact or measured):  # failed or unresolved: nothing to hold against it
+        return ""
+    traits = integrator.traits
+    declared = {"symplectic": traits.symplectic, "Poisson": traits.poisson,
+                "reversibility": traits.symmetric, "energy H": traits.energy}  # fmt: skip
+    claim = {"symplectic": "symplectic", "Poisson": "Poisson", "reversibility": "symmetric",
+             "energy H": "energy-preserving"}  # fmt: skip
+    if declared.get(name) and not exact:
+        return f" — contradicts the declared trait: {claim[name]}"
+    if name.startswith("kept ") and not exact:
+        return " — contradicts the map's own preserved()"
+    flows_keep = name.startswith(("energy ", "Casimir ", "momentum ", "integral "))
+    p, e = traits.order, scaling.exponent
+    if flows_keep and measured and e is not None and p < EXACT and e < p + 1 - _ORDER_SLACK:
+        return (
+            f" — contradicts the declared order {p} (an order-{p} map changes it by "
+            f"O(h^{p + 1}) a step)"
+        )
+    return ""
