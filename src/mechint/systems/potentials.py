@@ -12,6 +12,14 @@ scalar energy.  Sum them in a function of your own, e.g.
 Constants given through ``params`` are leaves of the system (differentiable, and a new
 value reuses the compiled run); constants closed over are fixed.
 
+**Units.**  None is assumed: every function is written in one consistent system of
+units of your choosing, lengths L, masses M and times T (those of ``h``), and returns an
+energy in M L²/T².  So μ (``point_mass``, ``gravity_gradient``) is in L³/T², inertia
+tensors in M L², a weight or χ in M L/T² (× L for χ), ε in M L²/T² and σ in L
+(``lennard_jones``), k q_i q_j in M L³/T² (``coulomb``), and G m_i m_j in M L³/T²
+(``mutual_gravity``).  In km, kg and s, Earth's μ is 398600.4418 km³/s² and an inertia
+of 100 kg m² is 1e-4 kg km².
+
 - ``fixed_point_gravity(R, chi, up)``: uniform gravity on bodies turning about fixed
   points (the heavy top; χ_b = weight × the centre of mass in body b's frame):
   V = Σ_b up·R_b χ_b.  With up = e_z, V = χ·γ, γ = Rᵀe_z: ``systems.HeavyTop``'s.
@@ -55,13 +63,15 @@ _UP = (0.0, 0.0, 1.0)
 
 def fixed_point_gravity(R, chi, up=_UP):
     """Σ_b up·R_b χ_b: gravity on bodies turning about fixed points (``chi`` (N, 3) or
-    (3,): weight × the centre of mass in the body frame; ``up``: the unit vertical)."""
+    (3,): weight × the centre of mass in the body frame; ``up``: the unit vertical).
+    Units: χ in M L²/T² (a weight M L/T² times a length); V in M L²/T²."""
     chi = jnp.broadcast_to(jnp.asarray(chi, R.dtype), R.shape[:-1])
     return jnp.sum(jnp.asarray(up, R.dtype) * jnp.einsum("nij,nj->ni", R, chi))
 
 
 def uniform_gravity(x, weight, up=_UP):
-    """Σ_b weight_b up·x_b (``weight``: m_b g, one per body or one for all)."""
+    """Σ_b weight_b up·x_b (``weight``: m_b g, one per body or one for all).  Units:
+    weight in M L/T², x in L; V in M L²/T²."""
     weight = jnp.broadcast_to(jnp.asarray(weight, x.dtype), x.shape[:-1])
     return jnp.sum(weight * (x @ jnp.asarray(up, x.dtype)))
 
@@ -72,7 +82,7 @@ def _norm(x):
 
 def point_mass(x, mu, mass):
     """−Σ_b μ m_b/|x_b|: a point-mass primary (gravitational parameter μ = GM) at the
-    origin."""
+    origin.  Units: μ in L³/T², m in M, x in L; V in M L²/T²."""
     mass = jnp.broadcast_to(jnp.asarray(mass, x.dtype), x.shape[:-1])
     return -mu * jnp.sum(mass / _norm(x))
 
@@ -88,7 +98,7 @@ def _tensors(inertia, dtype):
 def gravity_gradient(x, R, mu, inertia):
     """MacCullagh's term −Σ_b μ/(2|x_b|³)(tr 𝕁_b − 3 r̂ᵀ R_b 𝕁_b R_bᵀ r̂) of a point-mass
     primary at the origin (``inertia``: tensors (N, 3, 3) or principal moments (N, 3)
-    in the body frames)."""
+    in the body frames).  Units: μ in L³/T², inertia in M L², x in L; V in M L²/T²."""
     J = _tensors(inertia, x.dtype)
     r = _norm(x)
     u = jnp.einsum("nji,nj->ni", R, x / r[:, None])  # r̂ in each body's frame
@@ -146,7 +156,8 @@ def pair_sum(x, R, sites, energy: Callable, *values):
 
 def lennard_jones(x, R, sites, epsilon, sigma):
     """Σ 4ε_ij((σ_ij/r)¹² − (σ_ij/r)⁶) over pairs of sites on different bodies; ε and σ
-    per site ((S,), (N, S) or one number), mixed by Lorentz–Berthelot."""
+    per site ((S,), (N, S) or one number), mixed by Lorentz–Berthelot.  Units: ε in
+    M L²/T², σ and the sites in L; V in M L²/T²."""
 
     def energy(r2, eps, sig):
         both = eps[0] * eps[1]
@@ -159,7 +170,8 @@ def lennard_jones(x, R, sites, epsilon, sigma):
 
 
 def coulomb(x, R, sites, charges, k=1.0):
-    """Σ k q_i q_j / r over pairs of sites on different bodies (``charges`` per site)."""
+    """Σ k q_i q_j / r over pairs of sites on different bodies (``charges`` per site).
+    Units: k q_i q_j in M L³/T² (e.g. k = 1/(4πε₀) in SI), sites in L; V in M L²/T²."""
 
     def energy(r2, q):
         return k * q[0] * q[1] / jnp.sqrt(r2)
@@ -169,7 +181,8 @@ def coulomb(x, R, sites, charges, k=1.0):
 
 def mutual_gravity(x, R, sites, masses, G=1.0):
     """−Σ G m_i m_j / r over pairs of point masses on different bodies (bodies made of
-    point masses ``masses`` per site: the full two-body problem's mutual potential)."""
+    point masses ``masses`` per site: the full two-body problem's mutual potential).
+    Units: G in L³/(M T²), masses in M, sites in L; V in M L²/T²."""
 
     def energy(r2, m):
         return -G * m[0] * m[1] / jnp.sqrt(r2)
