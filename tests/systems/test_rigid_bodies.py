@@ -322,3 +322,20 @@ def test_time_dependent_potential_errors_name_the_fix():
             run(top, lgvi, (R, Pi), 0.01, 10, dtype="float32")
     own = top.starting_state(top.validate_state((R, Pi, 5.0, 1.0))[0], 0.3)
     assert float(own[2]) == 5.0 and float(own[3]) == 1.0
+
+
+def test_the_run_figure_of_rigid_bodies_has_a_panel_for_each_kind_of_quantity():
+    """``--plot`` of RigidBodies: the centres' paths, the attitude as yaw/pitch/roll, the
+    body angular velocity, each with its legend, and the invariants' errors."""
+    from mechint.plot import trajectory_figure
+
+    system = cases.pair()
+    traj = mi.simulate(system, LieGroupVariational(), cases.pair_state(), 0.05, 20, 1)
+    axes = trajectory_figure(traj).axes
+    titles = [ax.get_title() for ax in axes]
+    assert titles[0].startswith("centres") and titles[3] == "invariants"
+    assert titles[1].startswith("attitude: yaw, pitch, roll") and "angular velocity" in titles[2]
+    legends = [ax.get_legend() for ax in axes[:3]]
+    assert all(legend is not None for legend in legends)
+    labels = [t.get_text() for t in cast(Any, legends[1]).get_texts()]
+    assert labels[:3] == ["0: yaw", "0: pitch", "0: roll"] and len(labels) == 6

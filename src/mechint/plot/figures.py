@@ -25,6 +25,8 @@ _STATE_WINDOW = 400
 def trajectory_figure(traj, member: int = 0) -> Figure:
     """The state's components at the start of the run, and the running maximum of each
     invariant's relative error over the whole run (log scale)."""
+    if hasattr(traj.system, "principal_momentum") and "R" in traj.system.rotation_fields():
+        return rigid_bodies_figure(traj, member)
     fig = Figure(figsize=(11, 4.6), layout="constrained")
     ax_x, ax_e = fig.subplots(1, 2)
     pick = (lambda a: a[member]) if traj.batched else (lambda a: a)
@@ -41,6 +43,16 @@ def trajectory_figure(traj, member: int = 0) -> Figure:
     ax_x.set(xlabel="t", title="state" + shown)
     if k <= 12:
         ax_x.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    _invariants_panel(ax_e, traj, pick)
+    name = ", ".join(  # e.g. "Composition, compensated"
+        [type(innermost(traj.integrator)).__name__, *(w.name for w in wrappers(traj.integrator))]
+    )
+    fig.suptitle(f"{traj.system!r} — {name}, h = {traj.h:g}, {traj.steps} steps")
+    return fig
+
+
+def _invariants_panel(ax_e, traj, pick) -> None:
+    """The running maximum of each invariant's relative error over the whole run."""
     errs = {**invariant_errors(traj.system, traj), **preserved_errors(traj)}
     every = max(1, len(traj.t) // 8)
     for i, (name, err) in enumerate(errs.items()):
@@ -56,10 +68,57 @@ def trajectory_figure(traj, member: int = 0) -> Figure:
         ax_e.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     else:
         ax_e.text(0.5, 0.5, "no known invariants", ha="center", transform=ax_e.transAxes)
-    name = ", ".join(  # e.g. "Composition, compensated"
+
+
+# Bodies drawn at most in the per-body panels of ``rigid_bodies_figure``.
+_BODIES_DRAWN = 4
+
+
+def rigid_bodies_figure(traj, member: int = 0) -> Figure:
+    """``systems.RigidBodies``: the centres' paths in the x–y plane (when the centres
+    move), each body's attitude as yaw, pitch and roll (the "321" angles of R, degrees)
+    and its body angular velocity Ω = 𝕁⁻¹Π over the start of the run, and the invariants'
+    errors over the whole run; each on its own axes, with legends (the first four
+    bodies)."""
+    from mechint import attitude
+
+    system = traj.system
+    pick = (lambda a: a[member]) if traj.batched else (lambda a: a)
+    x = jax.tree.map(lambda a: pick(np.asarray(a)), traj.x)
+    pos, _, R, Pi = system.parts(x)
+    window = min(len(traj.t), _STATE_WINDOW)
+    t = traj.t[:window]
+    n = min(system.bodies, _BODIES_DRAWN)
+    fig = Figure(figsize=(11, 8), layout="constrained")
+    (ax_c, ax_a), (ax_w, ax_e) = fig.subplots(2, 2)
+    if pos is not None:
+        for b in range(n):
+            ax_c.plot(pos[:, b, 0], pos[:, b, 1], lw=1, color=f"C{b}", label=f"body {b}")
+            ax_c.plot(pos[0, b, 0], pos[0, b, 1], "o", ms=4, color=f"C{b}")
+        ax_c.set(xlabel="x_1", ylabel="x_2", title="centres (the whole run; o: start)",
+                 aspect="equal")  # fmt: skip
+        ax_c.legend(fontsize=8)
+    else:
+        ax_c.text(0.5, 0.5, "the centres are fixed", ha="center", transform=ax_c.transAxes)
+        ax_c.set_axis_off()
+    angles = np.degrees(np.unwrap(np.asarray(attitude.euler_angles(R[:window, :n], "321")), axis=0))
+    omega = np.asarray(system.angular_velocity(Pi[:window]))[:, :n]
+    for b in range(n):
+        for j, (label, ls) in enumerate((("yaw", "-"), ("pitch", "--"), ("roll", ":"))):
+            ax_a.plot(t, angles[:, b, j], lw=1, ls=ls, color=f"C{b}", label=f"{b}: {label}")
+            ax_w.plot(t, omega[:, b, j], lw=1, ls=ls, color=f"C{b}", label=f"{b}: Ω{j + 1}")
+    shown = "" if window == len(traj.t) else f" (first {window} of {len(traj.t)} samples)"
+    ax_a.set(xlabel="t", ylabel="degrees", title="attitude: yaw, pitch, roll (321)" + shown)
+    ax_w.set(xlabel="t", ylabel="rad / time", title="body angular velocity Ω" + shown)
+    for ax in (ax_a, ax_w):
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
+    _invariants_panel(ax_e, traj, pick)
+    more = f", bodies 0–{n - 1} of {system.bodies} drawn" if system.bodies > n else ""
+    name = ", ".join(
         [type(innermost(traj.integrator)).__name__, *(w.name for w in wrappers(traj.integrator))]
     )
-    fig.suptitle(f"{traj.system!r} — {name}, h = {traj.h:g}, {traj.steps} steps")
+    fig.suptitle(f"RigidBodies, N = {system.bodies} — {name}, h = {traj.h:g}, "
+                 f"{traj.steps} steps{more}")  # fmt: skip
     return fig
 
 
