@@ -41,10 +41,8 @@ TRANSFORMED = S.TimeTransformed(KEPLER, g)
 
 
 def _fictive_period(e):
-    """∮ dt / σ over one orbit (a = 1), σ = r^{3/2}: ∫ (1 − e cos E)^{-1/2} dE over the
-    eccentric anomaly (r = 1 − e cos E, dt = r dE)."""
-    E = np.linspace(0, 2 * np.pi, 200001)
-    return float(np.trapezoid((1 - e * np.cos(E)) ** -0.5, E))
+    """∮ dt / σ over one orbit (a = 1), σ = r^{3/2}: ``Kepler.fictive_period``."""
+    return KEPLER.fictive_period(KEPLER.periapsis_state(e), g)
 
 
 def _at(T):
@@ -220,3 +218,22 @@ def test_a_time_transformed_run_gives_the_base_state_and_the_physical_time():
     assert np.array_equal(ra.physical_time, ra.clock[..., 0]) and ra.base_state is ra.x
     fixed = mi.simulate(KEPLER, I.StormerVerlet(), xb, 0.05, 40, 20)
     assert np.array_equal(fixed.physical_time, np.broadcast_to(fixed.t, (2, 3)))
+
+
+def test_the_fictive_period_is_the_closed_form_and_a_run_of_it_is_one_orbit():
+    """``Kepler.fictive_period`` for g = r^{3/2} is ∫ (1 − e cos E)^{-1/2} dE (a = 1; a
+    trapezoid of 2·10⁶ points, exact to round-off for this periodic integrand) to 1e-15
+    at e = 0 .. 0.99; a time-transformed run of that fictive time is one orbit (t = 2π
+    to O(Δs²)); an unbound state and a g that is not positive on the orbit are refused."""
+    E = np.linspace(0.0, 2 * np.pi, 2_000_001)
+    for e in (0.0, 0.5, 0.9, 0.99):
+        x0 = KEPLER.periapsis_state(e)
+        S = KEPLER.fictive_period(x0, g)
+        assert abs(S - np.trapezoid((1 - e * np.cos(E)) ** -0.5, E)) < 1e-15 * S
+    S = KEPLER.fictive_period(X0, g)
+    run = mi.simulate(TRANSFORMED, I.StormerVerlet(), X0, S / 4000, 4000, 4000)
+    assert abs(run.t[-1] - PERIOD) < 1e-5
+    with pytest.raises(InputError, match="bound orbit"):
+        KEPLER.fictive_period((np.array([1.0, 0.0]), np.array([0.0, 2.0])), g)
+    with pytest.raises(InputError, match="g: must be positive"):
+        KEPLER.fictive_period(X0, lambda q, p: q[0])
