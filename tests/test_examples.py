@@ -75,9 +75,14 @@ def test_system_identification(tmp_path):
 
 
 def test_lyapunov_spectrum_comes_in_pairs():
+    """The example's chaotic orbit: ± pairs after the warm-up, the sum at round-off,
+    MEGNO near λ t / 2; its regular orbit: λ1 near 0, MEGNO toward 2."""
     result = _load("lyapunov").main(quick=True)
     assert result["exponents"][0] > 0.01  # chaotic
     assert abs(result["pair 1+4"]) < 1e-6 and abs(result["pair 2+3"]) < 1e-6
+    assert abs(result["sum"]) < 1e-15
+    assert result["megno chaotic"] > 20 and 1.0 < result["megno regular"] < 2.1
+    assert abs(result["regular exponents"][0]) < 2e-3 and result["energy error"] < 1e-3
 
 
 def test_periodic_orbits_by_newton_shooting():

@@ -30,6 +30,8 @@ def _leaves(traj):
         out.append(("g", ("row", "col"), np.asarray(traj.orientation)))
     if getattr(traj, "clock", None) is not None:
         out.append(("clock", ("clock_entry",), np.asarray(traj.clock)))
+    if getattr(traj, "tangent", None) is not None:
+        out.append(("tangent", ("tangent_entry",), np.asarray(traj.tangent)))
     return out
 
 
@@ -123,11 +125,13 @@ def tail_dims(system, name: str, member: tuple) -> tuple[str, ...]:
     return member
 
 
-def _fields(system, oriented: bool, clocked: bool = False) -> list[tuple[str, tuple]]:
+def _fields(system, oriented: bool, clocked: bool = False,
+            tangent: bool = False) -> list[tuple[str, tuple]]:  # fmt: skip
     """The state fields of a file (and the attitude ``g`` when carried, the clock of
-    variable steps)."""
+    variable steps, the tangent part of ``integrators.Tangent``)."""
     return [*system.state_fields, *([("g", ("row", "col"))] if oriented else []),
-            *([("clock", ("clock_entry",))] if clocked else [])]  # fmt: skip
+            *([("clock", ("clock_entry",))] if clocked else []),
+            *([("tangent", ("tangent_entry",))] if tangent else [])]  # fmt: skip
 
 
 def metadata(traj) -> dict:
@@ -402,7 +406,7 @@ def write_netcdf_slices(path: Path, system, attrs: dict, batched: bool, total: i
     import h5netcdf
     import h5py
 
-    fields = [f for f in _fields(system, "g" in layout, "clock" in layout)]
+    fields = _fields(system, "g" in layout, "clock" in layout, "tangent" in layout)
     field_names = {name for name, _ in fields}
     invariants = [k for k in layout if k != "time" and k not in field_names]
     lead = ("sample", "time") if batched else ("time",)
@@ -570,6 +574,9 @@ def describe(system, name: str) -> dict:
     if name == "clock":
         return {"long_name": "variable steps: physical time since the start, step density",
                 "units": "1"}  # fmt: skip
+    if name == "tangent":
+        return {"long_name": "tangent vectors (integrators.Tangent): k, steps, MEGNO sums, "
+                "log growth sums, orthonormal vectors", "units": "1"}  # fmt: skip
     if name.endswith("_compensation"):
         field = name.removesuffix("_compensation")
         return {

@@ -575,6 +575,7 @@ def _trajectory(plan: Plan, samples, carry, first: int = 0, stats=None, steps=No
         orientation=extras.get("orientation"),
         compensation=extras.get("compensation"),
         clock=extras.get("clock"),
+        tangent=extras.get("tangent"),
         steps=covered,
         save_every=save_every,
         stats={"steps_requested": plan.steps, **(stats or {})},

@@ -36,6 +36,9 @@ class Trajectory:
     ``systems.TimeTransformed`` system's time): ``t`` is the physical time for one
     trajectory, the driver's t0 + k h (the fictive time) for a batch, whose members'
     physical times differ (read them from ``clock`` or the state).
+    ``tangent``: for a run of ``integrators.Tangent``, its tangent part at every sample
+    (one flat array each: the vectors and the sums of their growth;
+    ``diagnostics.lyapunov`` and ``diagnostics.megno`` read it).
     ``events``: each ``mechint.Event``'s ``events.Crossings`` by name (times, states,
     count, overflowed), when the run had events.  ``stopped_step``: per member the step
     at whose end a terminal event ended its run (−1 where none did; its samples from
@@ -60,6 +63,7 @@ class Trajectory:
     reason_code: Any = 0
     compensation: Any = None
     clock: Any = None
+    tangent: Any = None
     events: dict = dataclasses.field(default_factory=dict)
     stopped_step: Any = -1
     stopped_by: Any = ""

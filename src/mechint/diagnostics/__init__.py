@@ -1,8 +1,10 @@
 """Measurements of a run or a map: invariant errors and drift, one-step structural
 defects and their scaling in h, observed order, power-law fits, integrals found from
-orbits (``find_integrals``)."""
+orbits (``find_integrals``), chaos indicators of runs with tangent vectors
+(``lyapunov``, ``megno``)."""
 
 from mechint.diagnostics.balance import energy_balance, momentum_balance
+from mechint.diagnostics.chaos import lyapunov, megno
 from mechint.diagnostics.comparison import Comparison, compare, reference_state
 from mechint.diagnostics.defects import (
     DefectScaling,
@@ -48,7 +50,9 @@ __all__ = [
     "fit_power_law",
     "invariant_errors",
     "jacobian",
+    "lyapunov",
     "measure_defect",
+    "megno",
     "momentum_balance",
     "momentum_defect",
     "monomials",

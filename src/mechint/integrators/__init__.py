@@ -39,6 +39,7 @@ from mechint.integrators.splitting import Splitting
 from mechint.integrators.stages import SPLITTING_SCHEMES, SplittingScheme
 from mechint.integrators.stormer_verlet import StormerVerlet
 from mechint.integrators.symplectic_euler import SymplecticEuler
+from mechint.integrators.tangent import Tangent
 from mechint.integrators.wisdom_holman import SABA, WisdomHolman
 from mechint.maps import (
     EXACT,
@@ -103,6 +104,7 @@ __all__ = [
     "StormerVerlet",
     "SymmetricFreeFlow",
     "SymplecticEuler",
+    "Tangent",
     "Traits",
     "WisdomHolman",
     "Wrapper",
