@@ -89,7 +89,8 @@ _REASON_TEXT = {
     Reason.STEP_SIZE: "the step-size control gave a step that is not positive and finite",
     Reason.OUT_OF_DOMAIN: (
         "the new state lies outside the system's domain (``System.domain_status``: a time "
-        "transformation's g ≤ 0; residual = how far below 0)"
+        "transformation's g ≤ 0, residual = how far below 0; a body beyond an NBody's "
+        "escape distance, residual = its distance over it)"
     ),
 }
 

@@ -284,7 +284,7 @@ def sweep(
         for t in todo:
             collect(run_task(t))
     elif todo:
-        _on_dask(todo, scheduler, cluster, collect)
+        on_dask(todo, scheduler, cluster, collect)
     return _assemble(exp, results)
 
 
@@ -355,7 +355,11 @@ def cluster_size(cluster: str, parameter: str = "cluster") -> int:
     return int(n)
 
 
-def _on_dask(work, scheduler, cluster, collect):
+def on_dask(work, scheduler, cluster, collect, task=None):
+    """``task`` (default ``run_task``) of every item of ``work`` on a Dask cluster (a
+    running ``scheduler``, or a ``cluster="local:N"`` started here), each result passed
+    to ``collect`` as it finishes."""
+    task = run_task if task is None else task
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:  # pragma: no cover
@@ -371,7 +375,7 @@ def _on_dask(work, scheduler, cluster, collect):
             dashboard_address=cast(Any, None),  # no dashboard (dask accepts None)
         )
         with local, Client(local) as client:
-            _gather(client, work, collect)
+            _gather(client, work, collect, task)
         return
     try:
         # Dask's own connect timeout does not cover a listener that accepts and never
@@ -386,7 +390,7 @@ def _on_dask(work, scheduler, cluster, collect):
             "start one (dask scheduler) or check the address",
         ) from None
     with client:
-        _gather(client, work, collect)
+        _gather(client, work, collect, task)
 
 
 # seconds to wait for a scheduler to answer
@@ -401,10 +405,10 @@ async def _probe(scheduler: str) -> None:
     await comm.close()
 
 
-def _gather(client, work, collect) -> None:
+def _gather(client, work, collect, task) -> None:
     from dask.distributed import as_completed
 
-    for future in as_completed(client.map(run_task, work, pure=False, retries=3)):
+    for future in as_completed(client.map(task, work, pure=False, retries=3)):
         collect(future.result())
 
 

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from mechint._version import __version__
-from mechint.cli import check, compare, demo, integrals, run, section, sweep
+from mechint.cli import check, compare, demo, integrals, run, section, stability, sweep
 from mechint.errors import InputError, StepFailure
 
 
@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_parser(sub)
     integrals.add_parser(sub)
     section.add_parser(sub)
+    stability.add_parser(sub)
     demo.add_parser(sub)
     return parser
 

@@ -24,7 +24,7 @@ grows linearly), → 0 on stable periodic ones, and grows like λ t / 2 on chaot
 The carried part τ is one flat array per member (``Trajectory.tangent``, ``tangent_entry``
 in files): [k, n, S, ΣY, Σ_1..Σ_k, V (k rows of the state's d entries)], with S =
 Σ (j − ½) log R_11(j) and ΣY = Σ Y_j.  The vectors start as a fixed orthonormal set
-(a QR of a seeded Gaussian matrix, the same for every member and run).  For a map
+(a QR of a seeded Gaussian matrix, the same for every member; ``seed`` picks another).  For a map
 with coordinates of its own (``Integrator.own_coordinates``: the Wisdom–Holman maps)
 the vectors live in those coordinates: the loop's tangent map, whose exponents are
 those of the map (a fixed change of coordinates changes no exponent).  The step count
@@ -54,10 +54,10 @@ def state_size(x) -> int:
     return int(sum(np.size(a) for a in jax.tree.leaves(x)))
 
 
-def initial_vectors(k: int, d: int) -> np.ndarray:
+def initial_vectors(k: int, d: int, seed: int = 0) -> np.ndarray:
     """k orthonormal vectors of R^d (rows): the Q of a seeded Gaussian matrix's QR, so that
     no vector lies in a special subspace (a symmetry's orbit, one body's coordinates)."""
-    a = np.random.default_rng(20261206).standard_normal((d, k))
+    a = np.random.default_rng([20261206, seed]).standard_normal((d, k))
     q, r = np.linalg.qr(a)
     return (q * np.sign(np.diagonal(r))).T
 
@@ -80,7 +80,9 @@ def orthonormalize(V):
 class Tangent(Wrapper):
     """``base``'s step with ``vectors`` tangent vectors carried along by its exact tangent
     map and renormalised each step (see the module docstring): the Lyapunov exponents
-    (``diagnostics.lyapunov``) and MEGNO (``diagnostics.megno``) of any map.  The state
+    (``diagnostics.lyapunov``) and MEGNO (``diagnostics.megno``) of any map.  ``seed``
+    picks the first vectors (``initial_vectors``): a finite run's MEGNO depends on them
+    (on a regular orbit by O(1/t); compare runs of several seeds to see by how much).  The state
     is (x, tangent), ``tangent`` one flat array per member (``Trajectory.tangent``).  It
     does not change x: a run's states are ``base``'s, to the last bit where the step
     compiles the same inside the tangent program (Störmer–Verlet on Hénon–Heiles,
@@ -90,6 +92,7 @@ class Tangent(Wrapper):
 
     base: Integrator
     vectors: int = 1
+    seed: int = 0
 
     name: ClassVar[str] = "tangent"
     extra: ClassVar[str] = "tangent"
@@ -104,6 +107,13 @@ class Tangent(Wrapper):
                              "1 for the largest exponent and MEGNO, the state's dimension "
                              "for the whole spectrum")  # fmt: skip
         object.__setattr__(self, "vectors", int(k))
+        if (
+            isinstance(self.seed, bool)
+            or not isinstance(self.seed, int | np.integer)
+            or (self.seed < 0)
+        ):
+            raise InputError("seed", f"must be an integer ≥ 0, got {self.seed!r}")
+        object.__setattr__(self, "seed", int(self.seed))
         self.settle_traits()
 
     @property
@@ -131,7 +141,7 @@ class Tangent(Wrapper):
                                  f"{k} vectors, shape {want}, got {part.shape}")  # fmt: skip
             return np.asarray(part, dtype=real)
         head = np.array([k, 0.0, 0.0, 0.0] + [0.0] * k)
-        part = np.concatenate([head, initial_vectors(k, d).ravel()])
+        part = np.concatenate([head, initial_vectors(k, d, self.seed).ravel()])
         if batched:
             part = np.broadcast_to(part, (batch, size))
         if _validate.traced(x0):

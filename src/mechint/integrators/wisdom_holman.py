@@ -624,8 +624,12 @@ class _SplitMap:
         s = sequence(system, c, _unpack(z), h, rest + lead, 1.0)
         z = _pack(s)
         checks = [ok_status(z)]
-        if system.checks_encounters:
-            checks.append(_encounter_status(system, _positions(system, c, s)))
+        if system.checks_encounters or system.checks_escape:
+            q = _positions(system, c, s)
+            if system.checks_encounters:
+                checks.append(_encounter_status(system, q))
+            if system.checks_escape:
+                checks.append(system.escape_status(q))
         return z, combine(checks)
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
@@ -636,6 +640,8 @@ class _SplitMap:
         checks = [ok_status(x)]
         if system.checks_encounters:
             checks.append(_encounter_status(system, x[0]))
+        if system.checks_escape:
+            checks.append(system.escape_status(x[0]))
         return x, combine(checks)
 
     def preserved(self, system, x, h) -> dict:

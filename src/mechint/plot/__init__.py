@@ -5,6 +5,7 @@ from mechint.plot.figures import (
     invariant_error_figure,
     momentum_sphere_figure,
     section_figure,
+    stability_figure,
     trajectory_figure,
 )
 
@@ -13,5 +14,6 @@ __all__ = [
     "invariant_error_figure",
     "momentum_sphere_figure",
     "section_figure",
+    "stability_figure",
     "trajectory_figure",
 ]

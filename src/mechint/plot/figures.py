@@ -233,3 +233,43 @@ def section_figure(system, traj, axes, surface: str, energy: float | None = None
     ax.set(xlabel=f"{names[axes[0][0]]}_{axes[0][1] + 1}",
            ylabel=f"{names[axes[1][0]]}_{axes[1][1] + 1}", title=title)  # fmt: skip
     return fig
+
+
+def stability_figure(ds, clip: tuple[float, float] = (1.0, 5.0)) -> Figure:
+    """A MEGNO stability map (``stability.stability_map``'s dataset): ⟨Y⟩ over the grid,
+    clipped to ``clip`` (regular near 2 in green, chaotic in red, as REBOUND's example
+    draws it), members that escaped or failed in black; a 1-D grid as a curve."""
+    from matplotlib.colors import ListedColormap
+
+    dims = list(ds["megno"].dims)
+    y = ds["megno"].values
+    bad = ds["escaped"].values | (ds["failed_step"].values >= 0)
+    what = f"{int(np.sum(bad))} escaped or failed" if np.any(bad) else "none escaped"
+    title = (f"MEGNO ⟨Y⟩, body {ds.attrs['body']}, t = {ds.attrs['time']:g} "
+             f"({ds.attrs['steps']} steps): {what}")  # fmt: skip
+    fig = Figure(figsize=(6.4, 5.0), layout="constrained")
+    ax = fig.subplots()
+    if len(dims) == 1:
+        ds = ds.sortby(dims[0])
+        y = ds["megno"].values
+        bad = ds["escaped"].values | (ds["failed_step"].values >= 0)
+        x = ds[dims[0]].values
+        ax.plot(x, np.clip(y, *clip), ".-", ms=3)
+        ax.plot(x[bad], np.full(int(np.sum(bad)), clip[1]), "kx", label="escaped or failed")
+        ax.set(xlabel=dims[0], ylabel="⟨Y⟩ (clipped)", ylim=clip, title=title)
+        if np.any(bad):
+            ax.legend()
+        return fig
+    ds = ds.sortby(dims)  # cell centres in order (a grid may list its values in any order)
+    y = ds["megno"].values
+    bad = ds["escaped"].values | (ds["failed_step"].values >= 0)
+    x, z = ds[dims[0]].values, ds[dims[1]].values
+    mesh = ax.pcolormesh(x, z, np.clip(y, *clip).T, cmap="RdYlGn_r", vmin=clip[0],
+                         vmax=clip[1], shading="nearest")  # fmt: skip
+    if np.any(bad):
+        ax.pcolormesh(x, z, np.where(bad, 1.0, np.nan).T, cmap=ListedColormap(["black"]),
+                      shading="nearest")  # fmt: skip
+    fig.colorbar(mesh, ax=ax, label=f"⟨Y⟩ (clipped to [{clip[0]:g}, {clip[1]:g}]; black: "
+                 "escaped or failed)")  # fmt: skip
+    ax.set(xlabel=dims[0], ylabel=dims[1], title=title)
+    return fig

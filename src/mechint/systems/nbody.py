@@ -109,16 +109,22 @@ def ordered_cumsum(a, axis: int = -2, reverse: bool = False):
 
 
 @final
-@register_pytree(data=("masses", "G", "encounter"),
-                 meta=("dof", "n_test", "checks_encounters", "names"))  # fmt: skip
+@register_pytree(data=("masses", "G", "encounter", "escape"),
+                 meta=("dof", "n_test", "checks_encounters", "checks_escape",
+                       "names"))  # fmt: skip
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class NBody(Separable):
     r"""N point masses under Newton's gravity (the module docstring); ``masses`` (N,)
     with the central body first and test particles (mass 0) last, ``G`` the constant of
     gravity in the units of the masses, lengths and times used, ``encounter`` a distance
     below which a pair's approach fails the step of a Wisdom–Holman map (None: no such
-    check).  Masses and G may be traced (``jax.grad`` with respect to them).  ``names``:
-    the bodies' names, in order (files label the ``body`` dimension with them)."""
+    check), ``escape`` a distance from the centre of mass beyond which a body's departure
+    fails the step of any map (``Reason.OUT_OF_DOMAIN``, residual the distance over it;
+    REBOUND's ``exit_max_distance``; None: no such check).  The Wisdom–Holman maps
+    measure both on the positions their loop carries at a step's end, half a Kepler drift
+    past the state a run shows.  Masses and G may be traced (``jax.grad`` with respect to
+    them).  ``names``: the bodies' names, in order (files label the ``body`` dimension
+    with them)."""
 
     descriptions: ClassVar[dict[str, str]] = {
         "q": "position (inertial frame)",
@@ -135,8 +141,10 @@ class NBody(Separable):
     masses: Float[Array, " N"]
     G: Float[Array, ""]
     encounter: Float[Array, ""]
+    escape: Float[Array, ""]
     n_test: int
     checks_encounters: bool
+    checks_escape: bool
     names: tuple[str, ...] | None
 
     name: ClassVar[str] = "nbody"
@@ -154,6 +162,11 @@ class NBody(Separable):
             "fail a Wisdom-Holman step where two bodies come closer than "
             "this distance (default: no check)",
         ),
+        Parameter(
+            "escape",
+            "fail a step where a body is farther than this distance from the centre of "
+            "mass (default: no check)",
+        ),
     )
     state_options: ClassVar[tuple[StateOption, ...]] = (
         StateOption("q0", "nbody: positions, one row of 3 per body: 'x,y,z;x,y,z;...'"),
@@ -162,7 +175,7 @@ class NBody(Separable):
     momentum_maps: ClassVar[tuple[str, ...]] = ("Px", "Py", "Pz", "Lx", "Ly", "Lz")
 
     def __init__(self, masses, G=1.0, encounter=None, *, test_particles: int | None = None,
-                 names=None):  # fmt: skip
+                 names=None, escape=None):  # fmt: skip
         m, n_test = _masses(masses, test_particles)
         object.__setattr__(self, "names", _names(names, int(m.shape[0])))
         object.__setattr__(self, "masses", jnp.asarray(m))
@@ -170,11 +183,15 @@ class NBody(Separable):
         object.__setattr__(self, "checks_encounters", encounter is not None)
         d = 0.0 if encounter is None else positive_scalar("encounter", encounter)
         object.__setattr__(self, "encounter", jnp.asarray(d))
+        object.__setattr__(self, "checks_escape", escape is not None)
+        r = 0.0 if escape is None else positive_scalar("escape", escape)
+        object.__setattr__(self, "escape", jnp.asarray(r))
         object.__setattr__(self, "n_test", n_test)
         object.__setattr__(self, "dof", 3 * int(m.shape[0]))
 
     def __repr__(self) -> str:
         extra = f", encounter={float(self.encounter):g}" if self.checks_encounters else ""
+        extra += f", escape={float(self.escape):g}" if self.checks_escape else ""
         return f"NBody(masses={shown(self.masses)}, G={float(self.G):g}{extra})"
 
     # --- sizes --------------------------------------------------------------------
@@ -199,6 +216,8 @@ class NBody(Separable):
         out = {"masses": [float(v) for v in np.asarray(self.masses)], "G": float(self.G)}
         if self.checks_encounters:
             out["encounter"] = float(self.encounter)
+        if self.checks_escape:
+            out["escape"] = float(self.escape)
         if self.names is not None:
             out["names"] = list(self.names)
         return out
@@ -291,6 +310,27 @@ class NBody(Separable):
         m = self.masses.astype(q.dtype)
         return jnp.sum(m[:, None] * q, axis=-2) / jnp.sum(m)
 
+    @property
+    def checks_domain(self) -> bool:  # type: ignore[override]
+        """Whether a run checks every new state (``escape`` given)."""
+        return self.checks_escape
+
+    def domain_status(self, x, /):
+        """Fails with OUT_OF_DOMAIN where a body is farther from the centre of mass than
+        ``escape`` (residual: the largest distance over it); None without ``escape``."""
+        if not self.checks_escape:
+            return None
+        return self.escape_status(x[0])
+
+    def escape_status(self, q):
+        """The ``escape`` check at the positions q of one state (``domain_status``; the
+        Wisdom–Holman maps call it on their loop's positions)."""
+        from mechint.maps import Reason, status
+
+        d = q - self.centre_of_mass(q)[..., None, :]
+        ratio = jnp.sqrt(jnp.max(jnp.sum(d * d, axis=-1), axis=-1)) / self.escape.astype(q.dtype)
+        return status(ratio <= 1, ratio, Reason.OUT_OF_DOMAIN)
+
     def close_pair(self, q):
         """(the least distance between two bodies, one of them massive; the pair (i, j))
         at the positions q of one state."""
@@ -372,7 +412,7 @@ class NBody(Separable):
     # --- elements -------------------------------------------------------------------
     @staticmethod
     def from_elements(masses, elements: Mapping, G=1.0, frame: str = "jacobi",
-                      encounter=None, names=None) -> tuple[NBody, tuple]:  # fmt: skip
+                      encounter=None, names=None, escape=None) -> tuple[NBody, tuple]:  # fmt: skip
         """(the system, its barycentric state) from the orbital elements of bodies
         1..N−1 (``elements``: a mapping of arrays of N−1 values, or of (B, N−1) for a
         batch of states): ``a`` (or ``P``, the period), ``e``, ``i``, ``Omega``,
@@ -381,8 +421,9 @@ class NBody(Separable):
         is accepted for test particles and planets alike.  ``frame``: "jacobi" (each
         orbit about the centre of mass of the bodies before it, μ = G(m_0 + … + m_k))
         or "heliocentric" (about body 0, μ = G(m_0 + m_k)).  Units: those of G (for
-        ``GAUSS_G``: AU, days, solar masses).  ``names``: the bodies' names."""
-        system = NBody(masses, G, encounter, names=names)
+        ``GAUSS_G``: AU, days, solar masses).  ``names``, ``encounter``, ``escape``: as
+        ``NBody`` takes them."""
+        system = NBody(masses, G, encounter, names=names, escape=escape)
         x0 = state_from_elements(np.asarray(system.masses), elements, G, frame)
         return system, x0
 
@@ -460,7 +501,7 @@ def state_from_elements(masses, elements: Mapping, G, frame: str):
     frame = _frame(frame)
     m = np.asarray(masses, dtype=np.float64)
     n = m.shape[0]
-    el = _read_elements(elements, n - 1)
+    el = read_elements(elements, n - 1)
     mu = float(G) * (np.asarray(interior_masses(m, frame)) + m[1:])
     mu = np.broadcast_to(mu, el["e"].shape)
     e = el["e"]
@@ -497,7 +538,10 @@ def state_from_elements(masses, elements: Mapping, G, frame: str):
     return q, vel * w
 
 
-def _read_elements(elements: Mapping, count: int) -> dict:
+def read_elements(elements: Mapping, count: int) -> dict:
+    """``elements`` (as ``NBody.from_elements`` takes them, for ``count`` bodies) checked
+    and as float64 arrays of one shape: e, i, Omega, omega, one of a and P, one of M,
+    lam and tp.  ``InputError`` naming the element otherwise."""
     if not isinstance(elements, Mapping):
         raise InputError("elements", f"expected a mapping of arrays, got {type(elements).__name__}",
                          "e.g. {'a': [5.2], 'e': [0.05], 'i': [0.02], 'Omega': [1.75], "
@@ -625,7 +669,7 @@ NBody.presets = {"outer-solar-system": outer_solar_system}
 def read_bodies(path) -> tuple[NBody, tuple[np.ndarray, np.ndarray]]:
     """(the system, its state) from a bodies file (``mechint run --bodies FILE``), JSON:
 
-        {"G": 2.95912208286e-4, "encounter": 0.01,            (both optional)
+        {"G": 2.95912208286e-4, "encounter": 0.01, "escape": 100,  (all optional)
          "frame": "jacobi",                                    (elements: jacobi or heliocentric)
          "bodies": [{"name": "Sun", "mass": 1.0, "q": [0, 0, 0], "v": [0, 0, 0]},
                     {"name": "Jupiter", "mass": 9.5e-4, "q": [...], "v": [...]}, ...]}
@@ -635,6 +679,20 @@ def read_bodies(path) -> tuple[NBody, tuple[np.ndarray, np.ndarray]]:
     ``e``, ``i``, ``Omega``, ``omega`` and ``M`` (or ``lam`` or ``tp``), radians, as
     ``NBody.from_elements`` takes them (the state is then barycentric).  ``name`` is
     optional.  Units: those of G (default 1)."""
+    data = read_bodies_data(path)
+    keys = {"encounter": data["encounter"], "names": data["names"], "escape": data["escape"]}
+    if data["elements"] is None:
+        system = NBody(data["masses"], data["G"], **keys)
+        w = np.asarray(system.inertia_weights()).reshape(-1, 1)
+        return system, system.validate_state((data["q"], w * data["v"]), "bodies")[0]
+    return NBody.from_elements(data["masses"], data["elements"], data["G"], data["frame"],
+                               **keys)  # fmt: skip
+
+
+def read_bodies_data(path) -> dict:
+    """A bodies file (``read_bodies``) checked and read, nothing built: masses, names, G,
+    encounter, escape, frame, and either ``elements`` (a dict of lists, bodies 1..N−1)
+    or positions ``q`` and velocities ``v`` (``elements`` None)."""
     import json
     from pathlib import Path
 
@@ -662,18 +720,20 @@ def read_bodies(path) -> tuple[NBody, tuple[np.ndarray, np.ndarray]]:
                              f"keys: {', '.join(sorted(known))}")  # fmt: skip
         if "mass" not in b:
             raise InputError("bodies", f"body {k} has no 'mass'")
-    names = [str(b.get("name", f"body {k}")) for k, b in enumerate(bodies)]
-    masses = [_number(b["mass"], f"body {k}: mass") for k, b in enumerate(bodies)]
-    G = _number(data.get("G", 1.0), "G")
-    encounter = data.get("encounter")
-    encounter = None if encounter is None else _number(encounter, "encounter")
+    out: dict[str, Any] = {
+        "names": [str(b.get("name", f"body {k}")) for k, b in enumerate(bodies)],
+        "masses": [_number(b["mass"], f"body {k}: mass") for k, b in enumerate(bodies)],
+        "G": _number(data.get("G", 1.0), "G"),
+        "frame": str(data.get("frame", "jacobi")),
+        "elements": None,
+    }
+    for key in ("encounter", "escape"):
+        out[key] = None if data.get(key) is None else _number(data[key], key)
     cartesian = ["q" in b or "v" in b for b in bodies]
     if all(cartesian):
-        q = np.array([_vector(b.get("q"), f"body {k}: q") for k, b in enumerate(bodies)])
-        v = np.array([_vector(b.get("v"), f"body {k}: v") for k, b in enumerate(bodies)])
-        system = NBody(masses, G, encounter, names=names)
-        w = np.asarray(system.inertia_weights()).reshape(-1, 1)
-        return system, system.validate_state((q, w * v), "bodies")[0]
+        out["q"] = np.array([_vector(b.get("q"), f"body {k}: q") for k, b in enumerate(bodies)])
+        out["v"] = np.array([_vector(b.get("v"), f"body {k}: v") for k, b in enumerate(bodies)])
+        return out
     if any(cartesian[1:]) or set(bodies[0]) - {"name", "mass", "q", "v"}:
         raise InputError("bodies", "give every body q and v, or the first a mass only and "
                          "every other its orbital elements")  # fmt: skip
@@ -685,8 +745,8 @@ def read_bodies(path) -> tuple[NBody, tuple[np.ndarray, np.ndarray]]:
     if any(n != len(bodies) - 1 for n in counts.values()):
         raise InputError("bodies", "every body but the first needs the same elements",
                          f"got counts {counts}")  # fmt: skip
-    frame = str(data.get("frame", "jacobi"))
-    return NBody.from_elements(masses, elements, G, frame, encounter, names=names)
+    out["elements"] = elements
+    return out
 
 
 _BODIES_BYTES = 16 << 20  # a bodies file larger than this is refused before it is read
