@@ -57,7 +57,7 @@ wheel-check: $(STAMP)
 BENCH = .venv-bench
 $(BENCH)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(BENCH)
-	$(call INSTALL,$(BENCH),-e ".[bench]")
+	$(call INSTALL,$(BENCH),-e ".[bench$(comma)examples]")
 	touch $@
 
 bench: $(BENCH)/.installed

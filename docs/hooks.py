@@ -41,6 +41,7 @@ GALLERY = {
     "rigid_bodies": "out",
     "periodic_orbit": None,
     "lyapunov": None,
+    "transit_inference": None,
     "system_identification": "out",
     "planetary": "out",
 }
@@ -196,8 +197,8 @@ API = {
     "diagnostics": ("Diagnostics", "What a map keeps, measured.",
                     lambda: _public("mechint.diagnostics")),
     "io": ("Files, sweeps and figures", "Saved runs (NetCDF, CSV with its sidecar), "
-           "experiment files, and the figures.",
-           lambda: ["mechint.io", "mechint.runfile", "mechint.sweeps",
+           "experiment files, stability maps, and the figures.",
+           lambda: ["mechint.io", "mechint.runfile", "mechint.sweeps", "mechint.stability",
                     *_public("mechint.plot")]),
     "lie": ("Lie groups, attitudes and solvers", "so(n), Symm(n), SO(3) quaternions, the "
             "Cayley map; attitudes as quaternions, Euler angles, axis-angle vectors and in "

@@ -4,6 +4,7 @@ system, Sun-Jupiter-Saturn with Saturn's a and e varied."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -97,7 +98,7 @@ def test_bad_input_before_any_run(tmp_path, capsys):
         (dict(integrator="wh"), "integrator"),
     ]
     for change, name in cases:
-        args = dict(body=2, grid=grid, h=5.0, steps=10)
+        args: dict[str, Any] = dict(body=2, grid=grid, h=5.0, steps=10)
         args.update(change)
         with pytest.raises(InputError) as info:
             stability_map(MASSES, ELEMENTS, args.pop("body"), args.pop("grid"), **args)

@@ -22,6 +22,7 @@ from mechint import (  # noqa: E402
     lie,
     maps,
     solvers,
+    stability,
     systems,
 )
 from mechint._version import __version__  # noqa: E402
@@ -56,6 +57,7 @@ __all__ = [
     "maps",
     "simulate",
     "solvers",
+    "stability",
     "sweep",
     "systems",
 ]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -54,13 +54,20 @@ class Event:
     scalar; ``direction``: +1 counts crossings from below (condition rising through
     zero), −1 from above, 0 both; ``terminal``: the member's run ends at its first
     crossing (its samples after it are NaN; other members go on); ``name``: the key in
-    ``Solution.events`` / ``Trajectory.events`` (default: the condition's name).
-    Hashed by identity: reuse one Event to reuse a compiled run."""
+    ``Solution.events`` / ``Trajectory.events`` (default: the condition's name);
+    ``where``: a function like the condition; a crossing counts only where it is > 0 at
+    the end of the step that crossed (a transit: the planet in front of the star, not
+    behind it).  ``uses_system``: the condition (and ``where``) is ``condition(t, x,
+    system)`` and reads the run's system (its parameters, traced under ``jax.grad``: a
+    planet's mass in a transit's condition, ``systems.nbody.transits``).  Hashed by
+    identity: reuse one Event to reuse a compiled run."""
 
-    condition: Callable[[Any, Any], Any]
+    condition: Callable[..., Any]
     direction: int = 0
     terminal: bool = False
     name: str | None = None
+    uses_system: bool = False
+    where: Callable[..., Any] | None = None
 
     def __post_init__(self):
         if not callable(self.condition):
@@ -75,6 +82,10 @@ class Event:
             )
         if not isinstance(self.terminal, bool):
             raise InputError("terminal", f"must be True or False, got {self.terminal!r}")
+        if not isinstance(self.uses_system, bool):
+            raise InputError("uses_system", f"must be True or False, got {self.uses_system!r}")
+        if self.where is not None and not callable(self.where):
+            raise InputError("where", f"expected a function where(t, x) > 0, got {self.where!r}")
         if self.name is not None and not (isinstance(self.name, str) and self.name.isidentifier()):
             raise InputError(
                 "name", f"must be a name like 'q1' or 'periapsis', got {self.name!r}",
@@ -201,9 +212,12 @@ def check_events(events, system, x0, batched: bool, max_events) -> tuple[tuple[E
     one = jax.tree.map(lambda a: a[0], x0) if batched else x0
     spec = jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a), jnp.result_type(a)), one)
     t = jax.ShapeDtypeStruct((), jax.tree.leaves(spec)[0].dtype)
-    for e in events:
+    for e, f in [(ev, f) for ev in events for f in (ev.condition, ev.where) if f is not None]:
         try:
-            out = jax.eval_shape(e.condition, t, spec)
+            if e.uses_system:
+                out = jax.eval_shape(f, t, spec, system)
+            else:
+                out = jax.eval_shape(f, t, spec)
         except Exception as exc:  # the user's function, traced once: say which one failed
             raise InputError(
                 "events", f"condition of event {e.key!r} failed on a state of {system!r}: "
@@ -233,14 +247,16 @@ def _event_time(system, integrator: Integrator, t0, t, x):
     return t if own is None else (t0 + own).astype(t.dtype)
 
 
-def _condition(event: Event, system, integrator: Integrator, t0, batched: bool):
-    """``event.condition`` on the loop's (wrapped, maybe batched) state at its time
-    (``_event_time``), as the run's real type."""
+def _condition(event: Event, system, integrator: Integrator, t0, batched: bool, where=False):
+    """``event.condition`` (``where``: ``event.where``) on the loop's (wrapped, maybe
+    batched) state at its time (``_event_time``), as the run's real type."""
+    f = cast(Callable[..., Any], event.where if where else event.condition)
 
     def g(t, x):
         base = unwrap_all(integrator, x)[0]
         t = _event_time(system, integrator, t0, t, x)
-        return jnp.asarray(event.condition(t, base), dtype=t.dtype)
+        value = f(t, base, system) if event.uses_system else f(t, base)
+        return jnp.asarray(value, dtype=t.dtype)
 
     return jax.vmap(g, in_axes=(None, 0)) if batched else g
 
@@ -325,6 +341,8 @@ def watched_step(one_step, watching: Watching, system, integrator, t0, h, batche
     terminal event frozen at the step's start, and a stopped member kept where it is."""
     events, per_step = watching.events, watching.per_step
     conditions = [_condition(e, system, integrator, t0, batched) for e in events]
+    guards = [None if e.where is None else _condition(e, system, integrator, t0, batched, True)
+              for e in events]  # fmt: skip
 
     def show(z):  # the state the loop's state shows (a map with coordinates of its own)
         return shown(system, integrator, z, h, batched)
@@ -341,9 +359,11 @@ def watched_step(one_step, watching: Watching, system, integrator, t0, h, batche
         # neither ended nor failed (a frozen state's time runs on)
         live = ~stopped & (new[2] < 0)
         seen = show(x_new) if events else None
-        for e, g, w in zip(events, conditions, watch.each, strict=True):
+        for e, g, guard, w in zip(events, conditions, guards, watch.each, strict=True):
             g_new = g(t_new, seen)
             crossed = _crossed(w.g, g_new, e.direction) & live
+            if guard is not None:
+                crossed = crossed & (guard(t_new, seen) > 0)
             w = jax.lax.cond(
                 jnp.any(crossed),
                 lambda w, c=crossed: _record(w, c, show(x), carry[1], batched),
@@ -571,31 +591,41 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
         kept = jnp.minimum(w.n, capacity)
         in_use = jnp.arange(capacity, dtype=kept.dtype) < kept[..., None]
 
-        def one(xk, k, used, g=g):
+        def one(xk, k, used, g=g, e=e):
             """One slot's crossing: (t, x, τ), NaN where it was not located."""
             tk = _time(t0, k, h, xk)
             x_, tk_, s_, h_ = jax.lax.stop_gradient((xk, tk, system, h))
             t_end = jax.lax.stop_gradient(_time(t0, k + 1, h, xk))  # the loop's t_{k+1}
+            g_ = _condition(e, s_, integrator, t0, False)  # no derivative into the solver
 
             def F(tau):
                 x1, st = integrator.step(s_, x_, tau)
-                return jnp.where(st.ok, g(jnp.where(tau == h_, t_end, tk_ + tau), x1), jnp.nan)
+                return jnp.where(st.ok, g_(jnp.where(tau == h_, t_end, tk_ + tau), x1), jnp.nan)
 
             # the ends as the loop evaluated them (an empty slot: nothing to solve)
-            fa = jnp.where(used, g(tk_, x_), 0.0)
+            fa = jnp.where(used, g_(tk_, x_), 0.0)
             fb = jnp.where(used, F(h_), 0.0)
             tau, ok = _bracket_root(F, jnp.zeros_like(fb), fa, h_, fb)
             ok = ok & used & ((jnp.sign(fa) != jnp.sign(fb)) | (fb == 0))
 
+            # the live inputs where a root was found; elsewhere (an empty slot: zeros)
+            # constants, so that the NaN of a step from an empty slot's state sends no
+            # derivative back to the system (reverse mode: 0 · NaN)
+            def keep(a):
+                return jnp.where(ok, a, jax.lax.stop_gradient(a))
+
+            xk_l, tk_l, system_l = jax.tree.map(keep, (xk, tk, system))
+            g_l = _condition(e, system_l, integrator, t0, False) if e.uses_system else g
+
             def G(tau):  # the condition and the state at τ, from the live inputs
-                x1, st = integrator.step(system, xk, tau)
-                return jnp.where(st.ok, g(tk + tau, x1), jnp.nan), x1
+                x1, st = integrator.step(system_l, xk_l, tau)
+                return jnp.where(st.ok, g_l(tk_l + tau, x1), jnp.nan), x1
 
             # one trace of the step: the values at the root and their rates in τ
             (live, x1), (dF, dx1) = jax.jvp(G, (tau,), (jnp.ones_like(tau),))
             ok = ok & jnp.isfinite(live)
             # the implicit function theorem: the same τ, with dτ = −∂_θF / ∂_τF
-            dF = jax.lax.stop_gradient(jnp.where(dF == 0, 1.0, dF))
+            dF = jax.lax.stop_gradient(jnp.where((dF == 0) | ~jnp.isfinite(dF), 1.0, dF))
             tau_live = tau - (live - jax.lax.stop_gradient(live)) / dF
             shift = tau_live - jax.lax.stop_gradient(tau_live)  # 0, with the derivative dτ
             x1 = jax.tree.map(lambda a, d: a + jax.lax.stop_gradient(d) * shift, x1, dx1)

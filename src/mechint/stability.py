@@ -69,7 +69,9 @@ def run_task(task: _Task) -> dict:
 
     system, x0 = NBody.from_elements(list(task.masses), task.elements, task.G, task.frame,
                                      escape=task.escape)  # fmt: skip
-    run = simulate(system, task.integrator, x0, task.h, task.steps, dtype=task.dtype, throw=False)
+    run = simulate(
+        system, task.integrator, x0, task.h, task.steps, task.steps, dtype=task.dtype, throw=False
+    )  # only the end saved
     n = task.count
     failed = np.asarray(run.failed_step)[:n]
     reason = np.asarray(run.reason_code)[:n]

@@ -3,6 +3,8 @@ chaos indicators read from them (``diagnostics.lyapunov``, ``diagnostics.megno``
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -132,7 +134,7 @@ def test_bad_input_before_any_compile():
     sv = mi.integrators.StormerVerlet()
     for k in (0, -1, True, 1.5):
         with pytest.raises(InputError, match="vectors"):
-            mi.integrators.Tangent(sv, vectors=k)
+            mi.integrators.Tangent(sv, vectors=cast(Any, k))
     with pytest.raises(InputError, match=r"vectors.*dimension 4"):
         mi.integrate(mi.systems.HenonHeiles(1.0), mi.integrators.Tangent(sv, vectors=5),
                      henon_heiles_start(0.3), H, 10)  # fmt: skip

@@ -22,8 +22,8 @@ def add_parser(sub) -> None:
         "regular; growing: chaotic) and the largest Lyapunov exponent per point (NetCDF), "
         "and the map as a figure.",
         epilog="example (REBOUND's MEGNO example: Saturn's a and e next to Jupiter):\n"
-        "  mechint stability --bodies sjs.json --body 2 --grid a=7:10:60 --grid e=0:0.5:40 "
-        "--h 5 --steps 629 --escape 20 --out map.nc --plot map.png",
+        "  mechint stability --bodies examples/sun_jupiter_saturn.json --body 2 "
+        "--grid a=7:10:60 --grid e=0:0.5:40 --h 5 --steps 629 --out map.nc --plot map.png",
     )
     p.add_argument("--bodies", required=True, help="a JSON bodies file with orbital elements "
                    "(see mechint.systems.nbody.read_bodies)")  # fmt: skip

@@ -495,27 +495,59 @@ def from_relative(masses, com, rel, frame: str):
 
 
 def state_from_elements(masses, elements: Mapping, G, frame: str):
-    """The barycentric (q, p) of ``from_elements`` (NumPy arrays, float64)."""
-    from mechint.exact.two_body import kepler_flow
-
+    """The barycentric (q, p) of ``from_elements`` (NumPy arrays, float64), the elements
+    checked first (``read_elements``; e = 1 and a of the wrong sign refused)."""
     frame = _frame(frame)
     m = np.asarray(masses, dtype=np.float64)
     n = m.shape[0]
     el = read_elements(elements, n - 1)
-    mu = float(G) * (np.asarray(interior_masses(m, frame)) + m[1:])
-    mu = np.broadcast_to(mu, el["e"].shape)
     e = el["e"]
-    if "a" in el:
-        a = el["a"]
-    else:
-        a = np.cbrt(mu * (el["P"] / (2 * np.pi)) ** 2)
-    bound = e < 1
     if np.any(e == 1):
         raise InputError("elements", "e = 1 (parabolic) has no a", "use e slightly off 1")
-    if np.any(bound & (a <= 0)) or np.any(~bound & (a >= 0)):
-        raise InputError("elements", "a must be > 0 for e < 1 and < 0 for e > 1 (hyperbolic)",
-                         "give a > 0 for bound orbits")  # fmt: skip
-    n_mean = np.sqrt(mu / np.abs(a) ** 3)
+    if "a" in el:
+        a, bound = el["a"], e < 1
+        if np.any(bound & (a <= 0)) or np.any(~bound & (a >= 0)):
+            raise InputError("elements", "a must be > 0 for e < 1 and < 0 for e > 1 "
+                             "(hyperbolic)", "give a > 0 for bound orbits")  # fmt: skip
+    q, p = _elements_state_compiled(jnp.asarray(m), {k: jnp.asarray(v) for k, v in el.items()},
+                                    jnp.asarray(float(G)), frame)  # fmt: skip
+    return np.asarray(q), np.asarray(p)
+
+
+def elements_state(masses, elements: Mapping, G=1.0, frame: str = "jacobi"):
+    """``NBody.from_elements``'s barycentric state (q, p) as a JAX function of the masses,
+    G and the elements (each (N−1,) or (B, N−1)): traceable and differentiable (an
+    inference's likelihood takes its gradient with respect to the elements and masses
+    through it), with no checks of the values (``from_elements`` checks them).  The keys
+    as ``from_elements`` takes them: e, i, Omega, omega (0 where left out), one of a and
+    P, one of M, lam and tp."""
+    frame = _frame(frame)
+    keys = set(elements)
+    size = [k for k in ("a", "P") if k in keys]
+    phase = [k for k in ("M", "lam", "tp") if k in keys]
+    if len(size) != 1 or len(phase) != 1 or keys - set(_ELEMENT_KEYS):
+        raise InputError("elements", "give one of a and P, one of M, lam and tp, and any of "
+                         f"e, i, Omega, omega; got {sorted(keys)}")  # fmt: skip
+    m = jnp.asarray(masses)
+    real = jnp.result_type(m, *(jnp.asarray(v) for v in elements.values()), float)
+    el = {k: jnp.asarray(elements.get(k, 0.0), real)
+          for k in ("e", "i", "Omega", "omega", size[0], phase[0])}  # fmt: skip
+    shape = jnp.broadcast_shapes(*(v.shape for v in el.values()), (m.shape[0] - 1,))
+    el = {k: jnp.broadcast_to(v, shape) for k, v in el.items()}
+    return _elements_state(m.astype(real), el, jnp.asarray(G, real), frame)
+
+
+def _elements_state(m, el: dict, G, frame: str):
+    """The state of the elements ``el`` (arrays of one shape): the one computation of
+    ``state_from_elements`` and ``elements_state``."""
+    from mechint.exact.two_body import kepler_flow
+
+    mu = G * (interior_masses(m, frame) + m[1:])
+    mu = jnp.broadcast_to(mu, el["e"].shape)
+    e = el["e"]
+    a = el["a"] if "a" in el else jnp.cbrt(mu * (el["P"] / (2 * np.pi)) ** 2)
+    bound = e < 1
+    n_mean = jnp.sqrt(mu / jnp.abs(a) ** 3)
     if "M" in el:
         M = el["M"]
     elif "lam" in el:
@@ -523,19 +555,20 @@ def state_from_elements(masses, elements: Mapping, G, frame: str):
     else:
         M = -n_mean * el["tp"]
     rp = a * (1 - e)
-    vp = np.sqrt(mu * (1 + e) / rp)
+    vp = jnp.sqrt(mu * (1 + e) / rp)
     P = _rotation(el["Omega"], el["i"], el["omega"])  # (..., 3, 3): perifocal → frame
     r0 = rp[..., None] * P[..., :, 0]
     v0 = vp[..., None] * P[..., :, 1]
-    t = M / n_mean  # from periapsis (a bound orbit's M taken as it is: any revolution)
-    if np.any(bound):
-        t = np.where(bound, np.remainder(M + np.pi, 2 * np.pi) - np.pi, M) / n_mean
-    r, v = (np.asarray(a) for a in jax.jit(kepler_flow)(mu, r0, v0, t))
-    zero = np.zeros((*r.shape[:-2], 3))
-    q = np.asarray(from_relative(m, jnp.asarray(zero), jnp.asarray(r), frame))
-    vel = np.asarray(from_relative(m, jnp.asarray(zero), jnp.asarray(v), frame))
-    w = np.where(m > 0, m, 1.0)[:, None]
-    return q, vel * w
+    # from periapsis; a bound orbit's M brought into (−π, π] (any revolution is the same)
+    t = jnp.where(bound, jnp.remainder(M + np.pi, 2 * np.pi) - np.pi, M) / n_mean
+    r, v = kepler_flow(mu, r0, v0, t)
+    zero = jnp.zeros((*r.shape[:-2], 3), r.dtype)
+    q = from_relative(m, zero, r, frame)
+    vel = from_relative(m, zero, v, frame)
+    return q, vel * jnp.where(m > 0, m, 1.0)[:, None]
+
+
+_elements_state_compiled = jax.jit(_elements_state, static_argnames="frame")
 
 
 def read_elements(elements: Mapping, count: int) -> dict:
@@ -583,14 +616,14 @@ def read_elements(elements: Mapping, count: int) -> dict:
 
 def _rotation(Omega, inc, omega):
     """R_z(Ω) R_x(i) R_z(ω): perifocal (periapsis along x) → the reference frame."""
-    cO, sO, ci, si, cw, sw = (np.cos(Omega), np.sin(Omega), np.cos(inc), np.sin(inc),
-                              np.cos(omega), np.sin(omega))  # fmt: skip
+    cO, sO, ci, si, cw, sw = (jnp.cos(Omega), jnp.sin(Omega), jnp.cos(inc), jnp.sin(inc),
+                              jnp.cos(omega), jnp.sin(omega))  # fmt: skip
     rows = [
         [cO * cw - sO * sw * ci, -cO * sw - sO * cw * ci, sO * si],
         [sO * cw + cO * sw * ci, -sO * sw + cO * cw * ci, -cO * si],
         [sw * si, cw * si, ci],
     ]
-    return np.stack([np.stack(r, axis=-1) for r in rows], axis=-2)
+    return jnp.stack([jnp.stack(r, axis=-1) for r in rows], axis=-2)
 
 
 @functools.partial(jax.jit, static_argnames="frame")
@@ -779,4 +812,11 @@ def _names(names, n: int) -> tuple[str, ...] | None:
     return out
 
 
-__all__ = ["BODIES", "GAUSS_G", "NBody", "outer_solar_system", "read_bodies"]
+from mechint.systems.nbody_observables import (  # noqa: E402  (they read an NBody)
+    AU_PER_DAY_IN_M_PER_S,
+    radial_velocity,
+    transits,
+)
+
+__all__ = ["AU_PER_DAY_IN_M_PER_S", "BODIES", "GAUSS_G", "NBody", "outer_solar_system",
+           "radial_velocity", "read_bodies", "transits"]  # fmt: skip
