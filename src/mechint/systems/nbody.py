@@ -35,7 +35,6 @@ the mean anomaly M (or the mean longitude λ = M + ω + Ω, or the time of peria
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Mapping
 from typing import Any, ClassVar, final
 
@@ -440,231 +439,6 @@ class NBody(Separable):
         return elements_of(self.masses, self.G, tuple(jnp.asarray(a) for a in x), _frame(frame))
 
 
-# --- relative orbits --------------------------------------------------------------------
-_FRAMES = ("jacobi", "heliocentric")
-
-
-def _frame(frame: str) -> str:
-    if frame not in _FRAMES:
-        raise InputError("frame", f"unknown frame {frame!r}", f"one of {', '.join(_FRAMES)}")
-    return frame
-
-
-def interior_masses(masses, frame: str):
-    """(N−1,): the mass each body's orbit is about (the bodies before it for Jacobi, the
-    central body for heliocentric)."""
-    m = jnp.asarray(masses)
-    if frame == "jacobi":
-        return jnp.cumsum(m)[:-1]
-    return jnp.broadcast_to(m[0], m[1:].shape)
-
-
-def to_relative(masses, q, frame: str):
-    """Inertial vectors (positions or velocities, (..., N, 3)) → (the centre of mass's,
-    (..., 3); the relative vectors of bodies 1.., (..., N−1, 3))."""
-    m = jnp.asarray(masses, dtype=q.dtype)
-    eta = ordered_cumsum(m, 0)
-    partial = ordered_cumsum(m[:, None] * q, -2)  # Σ_{j ≤ i} m_j q_j
-    com = partial[..., -1, :] / eta[-1]
-    if frame == "jacobi":
-        inner = partial[..., :-1, :] / eta[:-1, None]
-        return com, q[..., 1:, :] - inner
-    return com, q[..., 1:, :] - q[..., :1, :]
-
-
-def from_relative(masses, com, rel, frame: str):
-    """The inverse of ``to_relative``."""
-    m = jnp.asarray(masses, dtype=rel.dtype)
-    n = m.shape[0]
-    if frame == "heliocentric":
-        # com = q0 + Σ_k m_k r_k / M
-        q0 = com - ordered_sum(m[1:, None] * rel, -2) / ordered_sum(m, 0)
-        return jnp.concatenate([q0[..., None, :], q0[..., None, :] + rel], axis=-2)
-    eta = ordered_cumsum(m, 0)
-    # backwards: R_k (centre of mass of 0..k) from R_{N-1} = com
-    out: list[Any] = [None] * n
-    R = com
-    for k in range(n - 1, 0, -1):
-        # R_k = (eta_{k-1} R_{k-1} + m_k q_k)/eta_k, q_k = R_{k-1} + r_k
-        # ⇒ R_{k-1} = R_k − m_k r_k / eta_k
-        R_prev = R - m[k] * rel[..., k - 1, :] / eta[k]
-        out[k] = R_prev + rel[..., k - 1, :]
-        R = R_prev
-    out[0] = R
-    return jnp.stack(out, axis=-2)
-
-
-def state_from_elements(masses, elements: Mapping, G, frame: str):
-    """The barycentric (q, p) of ``from_elements`` (NumPy arrays, float64), the elements
-    checked first (``read_elements``; e = 1 and a of the wrong sign refused)."""
-    frame = _frame(frame)
-    m = np.asarray(masses, dtype=np.float64)
-    n = m.shape[0]
-    el = read_elements(elements, n - 1)
-    e = el["e"]
-    if np.any(e == 1):
-        raise InputError("elements", "e = 1 (parabolic) has no a", "use e slightly off 1")
-    if "a" in el:
-        a, bound = el["a"], e < 1
-        if np.any(bound & (a <= 0)) or np.any(~bound & (a >= 0)):
-            raise InputError("elements", "a must be > 0 for e < 1 and < 0 for e > 1 "
-                             "(hyperbolic)", "give a > 0 for bound orbits")  # fmt: skip
-    q, p = _elements_state_compiled(jnp.asarray(m), {k: jnp.asarray(v) for k, v in el.items()},
-                                    jnp.asarray(float(G)), frame)  # fmt: skip
-    return np.asarray(q), np.asarray(p)
-
-
-def elements_state(masses, elements: Mapping, G=1.0, frame: str = "jacobi"):
-    """``NBody.from_elements``'s barycentric state (q, p) as a JAX function of the masses,
-    G and the elements (each (N−1,) or (B, N−1)): traceable and differentiable (an
-    inference's likelihood takes its gradient with respect to the elements and masses
-    through it), with no checks of the values (``from_elements`` checks them).  The keys
-    as ``from_elements`` takes them: e, i, Omega, omega (0 where left out), one of a and
-    P, one of M, lam and tp."""
-    frame = _frame(frame)
-    keys = set(elements)
-    size = [k for k in ("a", "P") if k in keys]
-    phase = [k for k in ("M", "lam", "tp") if k in keys]
-    if len(size) != 1 or len(phase) != 1 or keys - set(_ELEMENT_KEYS):
-        raise InputError("elements", "give one of a and P, one of M, lam and tp, and any of "
-                         f"e, i, Omega, omega; got {sorted(keys)}")  # fmt: skip
-    m = jnp.asarray(masses)
-    real = jnp.result_type(m, *(jnp.asarray(v) for v in elements.values()), float)
-    el = {k: jnp.asarray(elements.get(k, 0.0), real)
-          for k in ("e", "i", "Omega", "omega", size[0], phase[0])}  # fmt: skip
-    shape = jnp.broadcast_shapes(*(v.shape for v in el.values()), (m.shape[0] - 1,))
-    el = {k: jnp.broadcast_to(v, shape) for k, v in el.items()}
-    return _elements_state(m.astype(real), el, jnp.asarray(G, real), frame)
-
-
-def _elements_state(m, el: dict, G, frame: str):
-    """The state of the elements ``el`` (arrays of one shape): the one computation of
-    ``state_from_elements`` and ``elements_state``."""
-    from mechint.exact.two_body import kepler_flow
-
-    mu = G * (interior_masses(m, frame) + m[1:])
-    mu = jnp.broadcast_to(mu, el["e"].shape)
-    e = el["e"]
-    a = el["a"] if "a" in el else jnp.cbrt(mu * (el["P"] / (2 * np.pi)) ** 2)
-    bound = e < 1
-    n_mean = jnp.sqrt(mu / jnp.abs(a) ** 3)
-    if "M" in el:
-        M = el["M"]
-    elif "lam" in el:
-        M = el["lam"] - el["omega"] - el["Omega"]
-    else:
-        M = -n_mean * el["tp"]
-    rp = a * (1 - e)
-    vp = jnp.sqrt(mu * (1 + e) / rp)
-    P = _rotation(el["Omega"], el["i"], el["omega"])  # (..., 3, 3): perifocal → frame
-    r0 = rp[..., None] * P[..., :, 0]
-    v0 = vp[..., None] * P[..., :, 1]
-    # from periapsis; a bound orbit's M brought into (−π, π] (any revolution is the same)
-    t = jnp.where(bound, jnp.remainder(M + np.pi, 2 * np.pi) - np.pi, M) / n_mean
-    r, v = kepler_flow(mu, r0, v0, t)
-    zero = jnp.zeros((*r.shape[:-2], 3), r.dtype)
-    q = from_relative(m, zero, r, frame)
-    vel = from_relative(m, zero, v, frame)
-    return q, vel * jnp.where(m > 0, m, 1.0)[:, None]
-
-
-_elements_state_compiled = jax.jit(_elements_state, static_argnames="frame")
-
-
-def read_elements(elements: Mapping, count: int) -> dict:
-    """``elements`` (as ``NBody.from_elements`` takes them, for ``count`` bodies) checked
-    and as float64 arrays of one shape: e, i, Omega, omega, one of a and P, one of M,
-    lam and tp.  ``InputError`` naming the element otherwise."""
-    if not isinstance(elements, Mapping):
-        raise InputError("elements", f"expected a mapping of arrays, got {type(elements).__name__}",
-                         "e.g. {'a': [5.2], 'e': [0.05], 'i': [0.02], 'Omega': [1.75], "
-                         "'omega': [4.8], 'M': [0.3]}")  # fmt: skip
-    keys = set(elements)
-    known = {"a", "P", "e", "i", "Omega", "omega", "M", "lam", "tp"}
-    if keys - known:
-        raise InputError("elements", f"unknown keys {sorted(keys - known)}",
-                         f"use {sorted(known)}")  # fmt: skip
-    size = [k for k in ("a", "P") if k in keys]
-    phase = [k for k in ("M", "lam", "tp") if k in keys]
-    if len(size) != 1 or len(phase) != 1:
-        raise InputError("elements", "give one of a and P, and one of M, lam and tp",
-                         f"got {sorted(keys)}")  # fmt: skip
-    out = {}
-    for k in ("e", "i", "Omega", "omega", size[0], phase[0]):
-        a = real_array(f"elements[{k!r}]", elements.get(k, 0.0))
-        if a.ndim == 0:
-            a = np.full(count, float(a))
-        if a.shape[-1] != count or a.ndim > 2:
-            raise InputError(
-                f"elements[{k!r}]",
-                f"expected {count} values (one per body "
-                f"after the first, or (B, {count}) for a batch), got {a.shape}",
-            )
-        if not np.all(np.isfinite(a)):
-            raise InputError(f"elements[{k!r}]", "holds a value that is not finite")
-        out[k] = a
-    shape = np.broadcast_shapes(*(a.shape for a in out.values()))
-    out = {k: np.broadcast_to(a, shape).astype(np.float64) for k, a in out.items()}
-    if np.any(out["e"] < 0):
-        raise InputError("elements['e']", "must be ≥ 0")
-    if np.any((out["i"] < 0) | (out["i"] > np.pi)):
-        raise InputError("elements['i']", "must lie in [0, π] (radians)")
-    if "P" in out and np.any(out["P"] <= 0):
-        raise InputError("elements['P']", "must be > 0 (bound orbits)")
-    return out
-
-
-def _rotation(Omega, inc, omega):
-    """R_z(Ω) R_x(i) R_z(ω): perifocal (periapsis along x) → the reference frame."""
-    cO, sO, ci, si, cw, sw = (jnp.cos(Omega), jnp.sin(Omega), jnp.cos(inc), jnp.sin(inc),
-                              jnp.cos(omega), jnp.sin(omega))  # fmt: skip
-    rows = [
-        [cO * cw - sO * sw * ci, -cO * sw - sO * cw * ci, sO * si],
-        [sO * cw + cO * sw * ci, -sO * sw + cO * cw * ci, -cO * si],
-        [sw * si, cw * si, ci],
-    ]
-    return jnp.stack([jnp.stack(r, axis=-1) for r in rows], axis=-2)
-
-
-@functools.partial(jax.jit, static_argnames="frame")
-def elements_of(masses, G, x, frame: str) -> dict:
-    """``NBody.to_elements`` (JAX: differentiable, batched)."""
-    q, p = (jnp.asarray(a) for a in x)
-    m = jnp.asarray(masses, dtype=q.dtype)
-    w = jnp.where(m > 0, m, 1.0)[:, None]
-    _, r = to_relative(m, q, frame)
-    _, v = to_relative(m, p / w, frame)
-    mu = G * (interior_masses(m, frame) + m[1:])
-    rn = jnp.sqrt(jnp.sum(r * r, axis=-1))
-    v2 = jnp.sum(v * v, axis=-1)
-    h = jnp.cross(r, v)
-    hn = jnp.sqrt(jnp.sum(h * h, axis=-1))
-    rv = jnp.sum(r * v, axis=-1)
-    evec = ((v2 - mu / rn)[..., None] * r - rv[..., None] * v) / mu[..., None]
-    e = jnp.sqrt(jnp.sum(evec * evec, axis=-1))
-    a = 1.0 / (2.0 / rn - v2 / mu)
-    inc = jnp.arccos(jnp.clip(h[..., 2] / hn, -1.0, 1.0))
-    Omega = jnp.arctan2(h[..., 0], -h[..., 1])
-    node = jnp.stack([jnp.cos(Omega), jnp.sin(Omega), jnp.zeros_like(Omega)], axis=-1)
-    # ω: from the node to periapsis, in the orbit's plane
-    hz = h / hn[..., None]
-    omega = jnp.arctan2(jnp.sum(jnp.cross(node, evec) * hz, axis=-1), jnp.sum(node * evec, axis=-1))
-    nu = jnp.arctan2(jnp.sum(jnp.cross(evec, r) * hz, axis=-1) * e / jnp.maximum(e, 1e-300),
-                     jnp.sum(evec * r, axis=-1))  # fmt: skip
-    bound = e < 1
-    # eccentric / hyperbolic anomaly from the true anomaly
-    E = 2 * jnp.arctan2(jnp.sqrt(jnp.abs(1 - e)) * jnp.sin(nu / 2),
-                        jnp.sqrt(1 + e) * jnp.cos(nu / 2))  # fmt: skip
-    M_ell = jnp.mod(E - e * jnp.sin(E), 2 * jnp.pi)
-    Hh = 2 * jnp.arctanh(jnp.clip(jnp.sqrt(jnp.abs(e - 1) / (e + 1)) * jnp.tan(nu / 2),
-                                  -1 + 1e-16, 1 - 1e-16))  # fmt: skip
-    M_hyp = e * jnp.sinh(Hh) - Hh
-    M = jnp.where(bound, M_ell, M_hyp)
-    P = jnp.where(bound, 2 * jnp.pi * jnp.sqrt(jnp.abs(a) ** 3 / mu), jnp.nan)
-    return {"a": a, "e": e, "i": inc, "Omega": jnp.mod(Omega, 2 * jnp.pi),
-            "omega": jnp.mod(omega, 2 * jnp.pi), "M": M, "P": P, "mu": mu}  # fmt: skip
-
-
 # --- the outer solar system ---------------------------------------------------------------
 # Hairer, Lubich & Wanner, Geometric Numerical Integration (2nd ed.), §I.2.4, Table 2.1:
 # masses relative to the Sun (the Sun's with the inner planets'), heliocentric positions
@@ -699,105 +473,6 @@ BODIES = {"outer-solar-system": _OSS_NAMES}
 NBody.presets = {"outer-solar-system": outer_solar_system}
 
 
-def read_bodies(path) -> tuple[NBody, tuple[np.ndarray, np.ndarray]]:
-    """(the system, its state) from a bodies file (``mechint run --bodies FILE``), JSON:
-
-        {"G": 2.95912208286e-4, "encounter": 0.01, "escape": 100,  (all optional)
-         "frame": "jacobi",                                    (elements: jacobi or heliocentric)
-         "bodies": [{"name": "Sun", "mass": 1.0, "q": [0, 0, 0], "v": [0, 0, 0]},
-                    {"name": "Jupiter", "mass": 9.5e-4, "q": [...], "v": [...]}, ...]}
-
-    Each body has a mass and either a position ``q`` and velocity ``v`` (every body, the
-    frame inertial) or, for every body but the first, orbital elements ``a`` (or ``P``),
-    ``e``, ``i``, ``Omega``, ``omega`` and ``M`` (or ``lam`` or ``tp``), radians, as
-    ``NBody.from_elements`` takes them (the state is then barycentric).  ``name`` is
-    optional.  Units: those of G (default 1)."""
-    data = read_bodies_data(path)
-    keys = {"encounter": data["encounter"], "names": data["names"], "escape": data["escape"]}
-    if data["elements"] is None:
-        system = NBody(data["masses"], data["G"], **keys)
-        w = np.asarray(system.inertia_weights()).reshape(-1, 1)
-        return system, system.validate_state((data["q"], w * data["v"]), "bodies")[0]
-    return NBody.from_elements(data["masses"], data["elements"], data["G"], data["frame"],
-                               **keys)  # fmt: skip
-
-
-def read_bodies_data(path) -> dict:
-    """A bodies file (``read_bodies``) checked and read, nothing built: masses, names, G,
-    encounter, escape, frame, and either ``elements`` (a dict of lists, bodies 1..N−1)
-    or positions ``q`` and velocities ``v`` (``elements`` None)."""
-    import json
-    from pathlib import Path
-
-    where = Path(path)
-    if not where.is_file():
-        raise InputError("bodies", f"no such file: {str(path)[:200]}", "give a JSON bodies file")
-    if where.stat().st_size > _BODIES_BYTES:
-        raise InputError("bodies", f"{where.name} is larger than {_BODIES_BYTES >> 20} MB")
-    try:
-        data = json.loads(where.read_text())
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise InputError("bodies", f"{where.name} is not JSON: {str(exc)[:120]}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("bodies"), list):
-        raise InputError("bodies", "expected an object with a list 'bodies'",
-                         'e.g. {"G": 1, "bodies": [{"mass": 1, "q": [0, 0, 0], '
-                         '"v": [0, 0, 0]}, ...]}')  # fmt: skip
-    bodies = data["bodies"]
-    if len(bodies) < 2 or not all(isinstance(b, dict) for b in bodies):
-        raise InputError("bodies", "give at least two bodies, each an object with a 'mass'")
-    known = {"name", "mass", "q", "v", *_ELEMENT_KEYS}
-    for k, b in enumerate(bodies):
-        extra = set(b) - known
-        if extra:
-            raise InputError("bodies", f"body {k}: unknown key {sorted(extra)[0]!r}",
-                             f"keys: {', '.join(sorted(known))}")  # fmt: skip
-        if "mass" not in b:
-            raise InputError("bodies", f"body {k} has no 'mass'")
-    out: dict[str, Any] = {
-        "names": [str(b.get("name", f"body {k}")) for k, b in enumerate(bodies)],
-        "masses": [_number(b["mass"], f"body {k}: mass") for k, b in enumerate(bodies)],
-        "G": _number(data.get("G", 1.0), "G"),
-        "frame": str(data.get("frame", "jacobi")),
-        "elements": None,
-    }
-    for key in ("encounter", "escape"):
-        out[key] = None if data.get(key) is None else _number(data[key], key)
-    cartesian = ["q" in b or "v" in b for b in bodies]
-    if all(cartesian):
-        out["q"] = np.array([_vector(b.get("q"), f"body {k}: q") for k, b in enumerate(bodies)])
-        out["v"] = np.array([_vector(b.get("v"), f"body {k}: v") for k, b in enumerate(bodies)])
-        return out
-    if any(cartesian[1:]) or set(bodies[0]) - {"name", "mass", "q", "v"}:
-        raise InputError("bodies", "give every body q and v, or the first a mass only and "
-                         "every other its orbital elements")  # fmt: skip
-    elements: dict[str, list[float]] = {}
-    for k, b in enumerate(bodies[1:], start=1):
-        for key in set(b) & set(_ELEMENT_KEYS):
-            elements.setdefault(key, []).append(_number(b[key], f"body {k}: {key}"))
-    counts = {key: len(v) for key, v in elements.items()}
-    if any(n != len(bodies) - 1 for n in counts.values()):
-        raise InputError("bodies", "every body but the first needs the same elements",
-                         f"got counts {counts}")  # fmt: skip
-    out["elements"] = elements
-    return out
-
-
-_BODIES_BYTES = 16 << 20  # a bodies file larger than this is refused before it is read
-_ELEMENT_KEYS = ("a", "P", "e", "i", "Omega", "omega", "M", "lam", "tp")
-
-
-def _number(value, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError("bodies", f"{what}: expected a number, got {str(value)[:60]!r}")
-    return float(value)
-
-
-def _vector(value, what: str) -> list[float]:
-    if not isinstance(value, list) or len(value) != 3:
-        raise InputError("bodies", f"{what}: expected 3 numbers, got {str(value)[:60]!r}")
-    return [_number(c, what) for c in value]
-
-
 def _names(names, n: int) -> tuple[str, ...] | None:
     """The bodies' names checked: n distinct, non-empty strings (or None)."""
     if names is None:
@@ -812,11 +487,27 @@ def _names(names, n: int) -> tuple[str, ...] | None:
     return out
 
 
-from mechint.systems.nbody_observables import (  # noqa: E402  (they read an NBody)
+# the elements, the files and the observables, each in a module of its own (they read an
+# NBody and its sums)
+from mechint.systems.nbody_files import read_bodies, read_bodies_data  # noqa: E402
+from mechint.systems.nbody_observables import (  # noqa: E402
     AU_PER_DAY_IN_M_PER_S,
     radial_velocity,
     transits,
 )
+from mechint.systems.orbital_elements import (  # noqa: E402
+    ELEMENT_KEYS,
+    _frame,
+    elements_of,
+    elements_state,
+    from_relative,
+    interior_masses,
+    read_elements,
+    state_from_elements,
+    to_relative,
+)
 
-__all__ = ["AU_PER_DAY_IN_M_PER_S", "BODIES", "GAUSS_G", "NBody", "outer_solar_system",
-           "radial_velocity", "read_bodies", "transits"]  # fmt: skip
+__all__ = ["AU_PER_DAY_IN_M_PER_S", "BODIES", "ELEMENT_KEYS", "GAUSS_G", "NBody",
+           "elements_of", "elements_state", "from_relative", "interior_masses",
+           "outer_solar_system", "radial_velocity", "read_bodies", "read_bodies_data",
+           "read_elements", "state_from_elements", "to_relative", "transits"]  # fmt: skip
