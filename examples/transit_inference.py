@@ -90,11 +90,22 @@ def residuals_fn(obs):
     return residuals
 
 
+def _with_value(f):
+    """θ ↦ (f(θ), f(θ)) from one evaluation: ``jax.jacfwd(..., has_aux=True)`` then gives
+    the Jacobian and the value from one forward pass."""
+
+    def both(theta):
+        value = f(theta)
+        return value, value
+
+    return both
+
+
 def fit(obs, start, iterations: int = 8):
     """Gauss–Newton from ``start``: (θ, its covariance (JᵀJ)⁻¹, χ², the number of data)."""
     residuals = residuals_fn(obs)
     # the residuals and their Jacobian from one forward-mode program
-    both = jax.jit(jax.jacfwd(lambda th: (residuals(th), residuals(th)), has_aux=True))
+    both = jax.jit(jax.jacfwd(_with_value(residuals), has_aux=True))
     theta = jnp.asarray(start)
     for _ in range(iterations):
         J, r = both(theta)
@@ -113,7 +124,7 @@ def forward_gradient(f):
         return f(theta)
 
     def fwd(theta):
-        grad, value = jax.jacfwd(lambda th: (f(th), f(th)), has_aux=True)(theta)
+        grad, value = jax.jacfwd(_with_value(f), has_aux=True)(theta)
         return value, grad
 
     def bwd(grad, cotangent):

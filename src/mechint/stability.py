@@ -161,12 +161,8 @@ def stability_map(
                              "a coarser grid")  # fmt: skip
     h = float(_validate.step_size(h))
     steps = _validate.count("steps", steps)
-    if escape is not None:
-        escape = float(escape)
-        if not np.isfinite(escape) or escape <= 0:
-            raise InputError("escape", f"must be a positive distance, got {escape!r}")
-    if isinstance(max_batch, bool) or not isinstance(max_batch, int | np.integer) or max_batch < 1:
-        raise InputError("max_batch", f"must be a positive integer, got {max_batch!r}")
+    escape = None if escape is None else float(_validate.positive_scalar("escape", escape))
+    max_batch = _validate.count("max_batch", max_batch)
     if integrator is None:
         integrator = integrators.WisdomHolman()
     if not isinstance(integrator, Integrator):

@@ -83,7 +83,7 @@ def grid_option(texts: list[str], option: str = "--grid") -> dict[str, np.ndarra
 
 def handle(args: argparse.Namespace) -> int:
     from mechint.plot import FIGURE_FORMATS
-    from mechint.systems.nbody import read_bodies_data
+    from mechint.systems.nbody import NBody, read_bodies_data
 
     data = read_bodies_data(args.bodies)
     if data["elements"] is None:
@@ -98,8 +98,6 @@ def handle(args: argparse.Namespace) -> int:
     )
     max_batch = parsing.whole("--max-batch", args.max_batch)
     seed = parsing.whole("--seed", args.seed, minimum=0)
-    from mechint.systems.nbody import NBody
-
     system = NBody(data["masses"], data["G"])
     base = model.build_integrator(args, system)
     model.check_serves(base, system)

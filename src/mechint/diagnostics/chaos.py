@@ -16,27 +16,33 @@ from mechint.errors import InputError
 from mechint.integrators.tangent import HEAD
 
 
-def _tangent(run, t) -> tuple[np.ndarray, np.ndarray]:
-    """(the tangent part at every sample (..., T, m), the elapsed physical time (..., T))."""
+def _part(run) -> np.ndarray:
+    """The tangent part a run carried at every sample, (..., T, m)."""
     from mechint.trajectory import Trajectory
 
     if isinstance(run, Trajectory):
         if run.tangent is None:
             raise InputError("run", "carries no tangent vectors",
                              "run the map as mechint.integrators.Tangent(integrator)")  # fmt: skip
-        part = np.asarray(run.tangent, dtype=np.float64)
-        own = run.physical_time
-        return part, own - own[..., :1]
+        return np.asarray(run.tangent, dtype=np.float64)
     part = np.asarray(run, dtype=np.float64) if run is not None else None
     if part is None or part.ndim < 2 or part.shape[-1] <= HEAD + 1:
         raise InputError("run", "expected a Trajectory of a Tangent run, or a Tangent run's "
                          "tangent part (..., samples, entries) with t=",
                          "integrate(system, Tangent(integrator), ...).x[1]")  # fmt: skip
+    return part
+
+
+def _elapsed(run, t, part: np.ndarray) -> np.ndarray:
+    """The physical time since the first sample, (..., T): a Trajectory's own (each
+    member's, with variable steps), else from the sample times ``t``."""
+    if hasattr(run, "physical_time"):
+        own = run.physical_time
+        return own - own[..., :1]
     if t is None:
         raise InputError("t", "the sample times are needed with a tangent array", "pass t=sol.t")
-    t = np.asarray(t, dtype=np.float64)
-    t = np.broadcast_to(t, part.shape[:-1])
-    return part, t - t[..., :1]
+    t = np.broadcast_to(np.asarray(t, dtype=np.float64), part.shape[:-1])
+    return t - t[..., :1]
 
 
 def _vectors(part: np.ndarray) -> int:
@@ -61,7 +67,8 @@ def lyapunov(run: Any, history: bool = False, *, t=None, warm_up: float = 0.0) -
 
     ``run``: the Trajectory, or an ``integrate`` run's tangent part (``sol.x[1]``) with
     its times ``t``.  A member that failed has NaN from its failing step on."""
-    part, elapsed = _tangent(run, t)
+    part = _part(run)
+    elapsed = _elapsed(run, t, part)
     k = _vectors(part)
     logs = part[..., HEAD : HEAD + k]
     warm_up = float(warm_up)
@@ -80,17 +87,15 @@ def lyapunov(run: Any, history: bool = False, *, t=None, warm_up: float = 0.0) -
     return lam if history else lam[..., -1, :]
 
 
-def megno(run: Any, history: bool = False, *, t=None) -> np.ndarray:
+def megno(run: Any, history: bool = False) -> np.ndarray:
     """MEGNO ⟨Y⟩ of a ``Tangent`` run (the discrete form for maps, see
     ``integrators.tangent``): → 2 on quasi-periodic orbits, → 0 on stable periodic
     ones, growing like λ t / 2 on chaotic ones.  Shape (...) at the run's end, or
     (..., T) at every sample with ``history`` (NaN at the first).  The time unit is the
     step: ⟨Y⟩ is the same number for any h at the same physical time when the orbit is
     regular.  ``run``: the Trajectory, or an ``integrate`` run's tangent part
-    (``sol.x[1]``) (``t`` is not needed then)."""
-    if not hasattr(run, "tangent") and t is None:
-        t = np.zeros(np.shape(run)[-2])
-    part, _ = _tangent(run, t)
+    (``sol.x[1]``)."""
+    part = _part(run)
     steps, sum_y = part[..., 1], part[..., 3]
     with np.errstate(divide="ignore", invalid="ignore"):
         y = np.where(steps > 0, sum_y / steps, np.nan)

@@ -101,19 +101,9 @@ class Tangent(Wrapper):
     def __post_init__(self):
         if not isinstance(self.base, Integrator):
             raise InputError("base", f"{self.base!r} is not a mechint integrator")
-        k = self.vectors
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-            raise InputError("vectors", f"must be a positive integer, got {k!r}",
-                             "1 for the largest exponent and MEGNO, the state's dimension "
-                             "for the whole spectrum")  # fmt: skip
-        object.__setattr__(self, "vectors", int(k))
-        if (
-            isinstance(self.seed, bool)
-            or not isinstance(self.seed, int | np.integer)
-            or (self.seed < 0)
-        ):
-            raise InputError("seed", f"must be an integer ≥ 0, got {self.seed!r}")
-        object.__setattr__(self, "seed", int(self.seed))
+        # 1 for the largest exponent and MEGNO, the state's dimension for the spectrum
+        object.__setattr__(self, "vectors", _validate.count("vectors", self.vectors))
+        object.__setattr__(self, "seed", _validate.count("seed", self.seed, minimum=0))
         self.settle_traits()
 
     @property
@@ -123,23 +113,17 @@ class Tangent(Wrapper):
 
     def start(self, system, x0, given, batched: bool, batch: int) -> Any:
         """The tangent part at the start: nothing summed, the fixed orthonormal vectors
-        (``initial_vectors``); ``given``: a continued run's last one (checked)."""
+        (``initial_vectors``)."""
         one = jax.tree.map(lambda a: a[0], x0) if batched else x0
         d, k = state_size(one), self.vectors
         if k > d:
             raise InputError("vectors", f"{k} tangent vectors for a state of dimension {d}",
                              f"at most {d} (the whole spectrum)")  # fmt: skip
+        if given is not None:
+            raise InputError("tangent", "a Tangent run starts from its own vectors",
+                             "leave tangent out")  # fmt: skip
         real = jnp.result_type(jax.tree.leaves(x0)[0])
         size = HEAD + k + k * d
-        if given is not None and _validate.traced((x0, given)):
-            return jnp.asarray(given, dtype=real)
-        if given is not None:
-            part = _validate.real_array("tangent", given)
-            want = (batch, size) if batched else (size,)
-            if part.shape != want or not np.all(part[..., 0] == k):
-                raise InputError("tangent", f"expected the last tangent part of a run with "
-                                 f"{k} vectors, shape {want}, got {part.shape}")  # fmt: skip
-            return np.asarray(part, dtype=real)
         head = np.array([k, 0.0, 0.0, 0.0] + [0.0] * k)
         part = np.concatenate([head, initial_vectors(k, d, self.seed).ravel()])
         if batched:

@@ -46,14 +46,12 @@ def _observer(observer) -> tuple[float, float, float]:
     return tuple(float(v) for v in n / norm)  # type: ignore[return-value]
 
 
-def _bodies(system, planet, star) -> tuple[int, int]:
+def _body(system, name: str, k) -> int:
+    """``k`` checked as the index of one of the system's bodies."""
     n = int(system.n)
-    for name, k in (("planet", planet), ("star", star)):
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 0 <= k < n:
-            raise InputError(name, f"must be a body's index, 0..{n - 1}, got {k!r}")
-    if planet == star:
-        raise InputError("planet", f"is the star ({star})", "the index of another body")
-    return int(planet), int(star)
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 0 <= k < n:
+        raise InputError(name, f"must be a body's index, 0..{n - 1}, got {k!r}")
+    return int(k)
 
 
 def _velocities(system, p):
@@ -90,7 +88,9 @@ def transits(system, planet: int, star: int = 0, observer=(0.0, 0.0, 1.0)) -> Ev
     differentiable (``jax.grad`` through ``integrate``: the implicit function theorem,
     with respect to the masses, G, the initial state and h).  The same arguments give
     the same Event (one compiled run)."""
-    planet, star = _bodies(system, planet, star)
+    planet, star = _body(system, "planet", planet), _body(system, "star", star)
+    if planet == star:
+        raise InputError("planet", f"is the star ({star})", "the index of another body")
     return _transit_event(planet, star, _observer(observer))
 
 
@@ -99,7 +99,7 @@ def radial_velocity(system, x, star: int = 0, observer=(0.0, 0.0, 1.0)):
     run's states at the observation times, ``save_at=``): −v·n̂, positive when the star
     recedes from the observer, in the system's length/time units (AU/day for
     ``GAUSS_G``: × ``AU_PER_DAY_IN_M_PER_S`` for m/s).  Differentiable."""
-    star = _bodies(system, (star + 1) % int(system.n), star)[1]
+    star = _body(system, "star", star)
     u = jnp.asarray(_observer(observer))
     p = jnp.asarray(x[1])
     m = system.masses.astype(p.dtype)

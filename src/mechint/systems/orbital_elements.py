@@ -103,16 +103,10 @@ def elements_state(masses, elements: Mapping, G=1.0, frame: str = "jacobi"):
     as ``from_elements`` takes them: e, i, Omega, omega (0 where left out), one of a and
     P, one of M, lam and tp."""
     frame = _frame(frame)
-    keys = set(elements)
-    size = [k for k in ("a", "P") if k in keys]
-    phase = [k for k in ("M", "lam", "tp") if k in keys]
-    if len(size) != 1 or len(phase) != 1 or keys - set(ELEMENT_KEYS):
-        raise InputError("elements", "give one of a and P, one of M, lam and tp, and any of "
-                         f"e, i, Omega, omega; got {sorted(keys)}")  # fmt: skip
+    names = element_names(elements)
     m = jnp.asarray(masses)
     real = jnp.result_type(m, *(jnp.asarray(v) for v in elements.values()), float)
-    el = {k: jnp.asarray(elements.get(k, 0.0), real)
-          for k in ("e", "i", "Omega", "omega", size[0], phase[0])}  # fmt: skip
+    el = {k: jnp.asarray(elements.get(k, 0.0), real) for k in names}
     shape = jnp.broadcast_shapes(*(v.shape for v in el.values()), (m.shape[0] - 1,))
     el = {k: jnp.broadcast_to(v, shape) for k, v in el.items()}
     return _elements_state(m.astype(real), el, jnp.asarray(G, real), frame)
@@ -152,26 +146,32 @@ def _elements_state(m, el: dict, G, frame: str):
 _elements_state_compiled = jax.jit(_elements_state, static_argnames="frame")
 
 
-def read_elements(elements: Mapping, count: int) -> dict:
-    """``elements`` (as ``NBody.from_elements`` takes them, for ``count`` bodies) checked
-    and as float64 arrays of one shape: e, i, Omega, omega, one of a and P, one of M,
-    lam and tp.  ``InputError`` naming the element otherwise."""
+def element_names(elements: Mapping) -> tuple[str, ...]:
+    """The six elements ``elements`` gives, in order: e, i, Omega, omega (0 where left
+    out), its one of a and P, its one of M, lam and tp.  ``InputError`` for another kind
+    of value, an unknown key, or not exactly one size and one phase."""
     if not isinstance(elements, Mapping):
         raise InputError("elements", f"expected a mapping of arrays, got {type(elements).__name__}",
                          "e.g. {'a': [5.2], 'e': [0.05], 'i': [0.02], 'Omega': [1.75], "
                          "'omega': [4.8], 'M': [0.3]}")  # fmt: skip
     keys = set(elements)
-    known = {"a", "P", "e", "i", "Omega", "omega", "M", "lam", "tp"}
-    if keys - known:
-        raise InputError("elements", f"unknown keys {sorted(keys - known)}",
-                         f"use {sorted(known)}")  # fmt: skip
+    if keys - set(ELEMENT_KEYS):
+        raise InputError("elements", f"unknown keys {sorted(keys - set(ELEMENT_KEYS))}",
+                         f"use {sorted(ELEMENT_KEYS)}")  # fmt: skip
     size = [k for k in ("a", "P") if k in keys]
     phase = [k for k in ("M", "lam", "tp") if k in keys]
     if len(size) != 1 or len(phase) != 1:
         raise InputError("elements", "give one of a and P, and one of M, lam and tp",
                          f"got {sorted(keys)}")  # fmt: skip
+    return ("e", "i", "Omega", "omega", size[0], phase[0])
+
+
+def read_elements(elements: Mapping, count: int) -> dict:
+    """``elements`` (as ``NBody.from_elements`` takes them, for ``count`` bodies) checked
+    and as float64 arrays of one shape: e, i, Omega, omega, one of a and P, one of M,
+    lam and tp.  ``InputError`` naming the element otherwise."""
     out = {}
-    for k in ("e", "i", "Omega", "omega", size[0], phase[0]):
+    for k in element_names(elements):
         a = real_array(f"elements[{k!r}]", elements.get(k, 0.0))
         if a.ndim == 0:
             a = np.full(count, float(a))
