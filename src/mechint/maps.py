@@ -241,8 +241,10 @@ class Traits:
     Hamiltonian system served (Marsden's energy integrators; midpoint keeps H only where H
     is quadratic, which ``preserved`` says per system); ``forced``: it advances systems
     with forces that do work (``systems.Forced``), keeping what its traits promise for
-    them (see ``systems.forced``).  Which invariants are kept exactly depends on the
-    system: see ``Integrator.preserved``.
+    them (see ``systems.forced``); ``constrained``: it advances systems with holonomic
+    constraints (``systems.Constrained``) on their constraint manifold (every other map
+    refuses them).  Which invariants are kept exactly depends on the system: see
+    ``Integrator.preserved``.
     """
 
     order: int
@@ -252,6 +254,7 @@ class Traits:
     poisson: bool = False
     energy: bool = False
     forced: bool = False
+    constrained: bool = False
 
 
 EXACT_TRAITS = Traits(order=EXACT, symmetric=True, explicit=True, symplectic=True, poisson=True)
@@ -420,10 +423,27 @@ FORCED_REFUSAL = (
 )
 
 
+# why a map that does not declare ``Traits(constrained=True)`` refuses a constrained system
+CONSTRAINED_REFUSAL = (
+    "its state must stay on the constraint manifold g(q) = 0, G(q)∇T(p) = 0, which only "
+    "the constrained maps keep: use Rattle() (or a Composition of it) or Shake()"
+)
+
+
+def refusal(integrator: Integrator, system) -> str | None:
+    """Why ``integrator`` cannot advance ``system`` (None when it can): a forced or a
+    constrained system is refused by the maps whose traits do not say so, the rest by
+    the map's own ``cannot_serve``."""
+    if getattr(system, "constrained", False) and not integrator.traits.constrained:
+        return CONSTRAINED_REFUSAL
+    if getattr(system, "forced", False) and not integrator.traits.forced:
+        return FORCED_REFUSAL
+    return integrator.cannot_serve(system)
+
+
 def require_serves(integrator: Integrator, system, parameter: str = "integrator") -> None:
     """``UnsupportedError`` (naming ``parameter``) unless ``integrator`` serves ``system``."""
-    forced = getattr(system, "forced", False) and not integrator.traits.forced
-    why = FORCED_REFUSAL if forced else integrator.cannot_serve(system)
+    why = refusal(integrator, system)
     if why is not None:
         raise UnsupportedError(
             parameter, f"{type(integrator).__name__} cannot advance {type(system).__name__}", why

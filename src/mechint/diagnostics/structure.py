@@ -9,7 +9,10 @@ where ``poisson_tensor`` is given.  Forward mode differentiates through implicit
 
 - ``poisson_defect``: max |DΦ(z) Π(z) DΦ(z)ᵀ − Π(Φ(z))|  (0 for a Poisson map);
 - ``symplectic_defect``: max |DΦᵀ 𝕁 DΦ − 𝕁| for canonical systems (Π = 𝕁 constant),
-  each entry relative to max(1, (|DΦ|ᵀ|𝕁||DΦ|)) (its round-off's scale).
+  each entry relative to max(1, (|DΦ|ᵀ|𝕁||DΦ|)) (its round-off's scale); for a
+  constrained system (``systems.Constrained``) on its manifold T*Q: max |(DΦU)ᵀ 𝕁 (DΦU)
+  − Uᵀ𝕁U| with U an orthonormal basis of the tangent space of T*Q at the state (𝕁
+  restricted to T*Q, the form the constrained flow keeps).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from mechint.errors import UnsupportedError
 from mechint.maps import Integrator, StepStatus
 from mechint.systems.base import PoissonSystem, System
 from mechint.systems.canonical import Canonical
+from mechint.systems.constrained import Constrained
 
 
 def _poisson(system: System) -> PoissonSystem:
@@ -44,6 +48,13 @@ def jacobian(system: System, integrator: Integrator, x, h):
 
 def poisson_defects(system: System, integrator: Integrator, x, hs) -> tuple[np.ndarray, StepStatus]:
     """max |DΦ Π(x) DΦᵀ − Π(Φ(x))| for each h in ``hs`` (NaN where the step failed)."""
+    if isinstance(system, Constrained):
+        raise UnsupportedError(
+            "system",
+            "a constrained system's structure is the canonical form restricted to its "
+            "manifold, not a Poisson tensor of the ambient space",
+            "measure symplectic_defect instead (it restricts to the manifold)",
+        )
     system = _poisson(system)
     z, z1, D, st = jacobians(system, integrator, x, hs)
     values = np.asarray(compiled(_poisson_residual, system, z, z1, D))
@@ -60,11 +71,16 @@ def _poisson_residual(system, z, z1, D):
 def _symplectic_residual(system, z, D):
     """max over entries of |DΦᵀ𝕁DΦ − 𝕁| over max(1, the same sum of |products|): the
     round-off of an entry is relative to the terms it sums, which a badly scaled state
-    makes large (dq/dp = h/m for a body of mass 1e-8)."""
-    Jc = system.poisson_tensor(system.from_coordinates(z))
+    makes large (dq/dp = h/m for a body of mass 1e-8).  On a constrained system, of
+    (DΦU)ᵀ𝕁(DΦU) − Uᵀ𝕁U for U the tangent space of its manifold at z."""
+    x = system.from_coordinates(z)
+    Jc = target = system.poisson_tensor(x)
+    if isinstance(system, Constrained):
+        U = system.tangent_basis(x)
+        D, target = D @ U, U.T @ Jc @ U
     A = jnp.abs(D)
     size = jnp.swapaxes(A, -1, -2) @ jnp.abs(Jc) @ A
-    defect = jnp.abs(jnp.swapaxes(D, -1, -2) @ Jc @ D - Jc) / jnp.maximum(1.0, size)
+    defect = jnp.abs(jnp.swapaxes(D, -1, -2) @ Jc @ D - target) / jnp.maximum(1.0, size)
     return jnp.max(defect, axis=(-2, -1))
 
 
@@ -73,7 +89,7 @@ def symplectic_defects(
 ) -> tuple[np.ndarray, StepStatus]:
     """max |DΦᵀ 𝕁 DΦ − 𝕁| for each h in ``hs``, each entry relative to the size of the
     products it sums where that exceeds 1 (canonical systems; NaN where it failed)."""
-    if not isinstance(system, Canonical):
+    if not isinstance(system, Canonical | Constrained):
         raise UnsupportedError(
             "system",
             f"{type(system).__name__} is not canonical; measure poisson_defect instead",

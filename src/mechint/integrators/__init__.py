@@ -32,6 +32,7 @@ from mechint.integrators.kahan import Kahan
 from mechint.integrators.lie_group import RKMK, CommutatorFree, Magnus
 from mechint.integrators.lie_group_variational import LieGroupVariational
 from mechint.integrators.oriented import Oriented
+from mechint.integrators.rattle import Rattle, Shake
 from mechint.integrators.registry import INTEGRATORS, SETTINGS, build, serving, settings_for
 from mechint.integrators.reversible_adaptive import ReversibleAdaptive
 from mechint.integrators.rigid_body_splitting import RigidBodySplitting
@@ -94,10 +95,12 @@ __all__ = [
     "Magnus",
     "NumericalFlow",
     "Oriented",
+    "Rattle",
     "Reason",
     "ReversibleAdaptive",
     "RigidBodySplitting",
     "Setting",
+    "Shake",
     "Splitting",
     "SplittingScheme",
     "StepStatus",

@@ -49,9 +49,13 @@ class Composition(Integrator):
         Setting(
             "base",
             "composition: the symmetric base method (default stormer-verlet for canonical "
-            "systems, splitting otherwise)",
+            "systems, rattle for constrained ones, splitting otherwise)",
             default=lambda system: (
-                "stormer-verlet" if isinstance(system, Canonical) else "splitting"
+                "stormer-verlet"
+                if isinstance(system, Canonical)
+                else "rattle"
+                if getattr(system, "constrained", False)
+                else "splitting"
             ),
             integrator=True,
         ),
@@ -94,6 +98,7 @@ class Composition(Integrator):
             poisson=t.poisson,
             energy=t.energy,  # each stage keeps H exactly, so their product does
             forced=t.forced,
+            constrained=t.constrained,
         )
 
     def cannot_serve(self, system) -> str | None:

@@ -18,12 +18,13 @@ from mechint.integrators.implicit_midpoint import ImplicitMidpoint
 from mechint.integrators.kahan import Kahan
 from mechint.integrators.lie_group import RKMK, CommutatorFree
 from mechint.integrators.lie_group_variational import LieGroupVariational
+from mechint.integrators.rattle import Rattle, Shake
 from mechint.integrators.rigid_body_splitting import RigidBodySplitting
 from mechint.integrators.splitting import Splitting
 from mechint.integrators.stormer_verlet import StormerVerlet
 from mechint.integrators.symplectic_euler import SymplecticEuler
 from mechint.integrators.wisdom_holman import SABA, WisdomHolman
-from mechint.maps import Integrator, Setting
+from mechint.maps import Integrator, Setting, refusal
 
 INTEGRATORS: dict[str, type[Integrator]] = {
     cls.name: cls
@@ -47,6 +48,8 @@ INTEGRATORS: dict[str, type[Integrator]] = {
         CommutatorFree,
         WisdomHolman,
         SABA,
+        Rattle,
+        Shake,
     )
 }
 
@@ -102,7 +105,7 @@ def serving(system) -> dict[str, Integrator]:
             integrator = build(name, system)
         except InputError:  # no default setting for this system (composition's base)
             continue
-        if integrator.cannot_serve(system) is None:
+        if refusal(integrator, system) is None:
             out[name] = integrator
     return out
 

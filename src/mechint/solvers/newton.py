@@ -67,6 +67,7 @@ class Newton:
         tangent_map: Callable | None = None,
         jacobian: Callable | None = None,
         pivot: bool = True,
+        scale=None,
     ) -> tuple[object, NewtonStatus]:
         """Solve ``residual(z, args) = 0`` from ``z0``; returns (z, NewtonStatus).
 
@@ -91,6 +92,11 @@ class Newton:
         Jacobian close to a positive diagonal; a poor elimination costs iterations or a
         failed status, never a wrong root (the iteration stops only where the update,
         hence the residual, vanishes).
+
+        ``scale`` (a scalar, may depend on ``args``): the size the update is judged
+        against where ‖z‖∞ is smaller, ‖Δz‖∞ ≤ rtol·max(‖z‖∞, scale) + atol: for an
+        unknown whose root may be 0 or tiny, as a Lagrange multiplier (the constrained
+        maps pass the multiplier that moves the positions by their own size).
         """
         if retract is None:
             retract = _add
@@ -133,13 +139,18 @@ class Newton:
 
         # rtol below the precision of the state (float32 runs) is raised to a few ulps
         rtol = max(self.rtol, 8.0 * float(jnp.finfo(flat_t.dtype).eps))
+        floor = (
+            jnp.zeros((), flat_t.dtype)
+            if scale is None
+            else jnp.asarray(jax.lax.stop_gradient(scale), flat_t.dtype)
+        )
 
         def body(state):
             z, i, _, _ = state
             J, g = jac(zero, z)
             d = solve(J, -g, pivot=pivot)
             z = retract(z, unravel_t(d))
-            done = jnp.max(jnp.abs(d)) <= rtol * size(z) + self.atol
+            done = jnp.max(jnp.abs(d)) <= rtol * jnp.maximum(size(z), floor) + self.atol
             return z, i + 1, done, finite(z)
 
         z0 = jax.lax.stop_gradient(z0)

@@ -30,6 +30,7 @@ from mechint.systems.canonical import (
 from mechint.systems.canonical_models import HarmonicOscillator, HenonHeiles, Kepler, Pendulum
 from mechint.systems.clebsch import ClebschTop
 from mechint.systems.constant_poisson import PoissonHamiltonian
+from mechint.systems.constrained import Constrained
 from mechint.systems.euler_top import EulerTop, FreeTop
 from mechint.systems.flows import (
     AxisRotation,
@@ -111,6 +112,7 @@ __all__ = [
     "BodyKick",
     "Canonical",
     "ClebschTop",
+    "Constrained",
     "EulerTop",
     "ExactSolution",
     "Forced",

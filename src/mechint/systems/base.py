@@ -118,6 +118,9 @@ class System(abc.ABC):
     # True for a system with forces that do work (``systems.Forced``): only the maps whose
     # traits say ``forced`` advance it
     forced: ClassVar[bool] = False
+    # True for a system with holonomic constraints (``systems.Constrained``): only the maps
+    # whose traits say ``constrained`` advance it
+    constrained: ClassVar[bool] = False
 
     # ((var, dims), ...): a class constant, or set per instance (and kept by its pytree)
     state_fields: tuple[tuple[str, tuple[str, ...]], ...]

@@ -1,0 +1,143 @@
+r"""RATTLE and SHAKE: Störmer–Verlet on a constraint manifold (``systems.Constrained``).
+
+RATTLE (Andersen 1983; Leimkuhler & Skeel 1994; Hairer, Lubich & Wanner, GNI VII.1.4),
+for H = T(p) + V(q), T = ½ pᵀWp (W = M⁻¹), constraints g(q) = 0, G = ∂g/∂q:
+
+    p_{n+½} = p_n − (h/2) (∇V(q_n) + G(q_n)ᵀ λ_n)
+    q_{n+1} = q_n + h W p_{n+½},                 0 = g(q_{n+1})
+    p_{n+1} = p_{n+½} − (h/2) (∇V(q_{n+1}) + G(q_{n+1})ᵀ μ_n),   0 = G(q_{n+1}) W p_{n+1}.
+
+The position multipliers, as c = (h²/2) λ_n, solve the m equations
+g(q̃ − W G(q_n)ᵀ c) = 0 (q̃ the unconstrained drift) by Newton with the exact Jacobian
+−G(q_{n+1}) W G(q_n)ᵀ (``solvers.Newton``; derivatives of the step by the implicit
+function theorem); the momentum multipliers solve the linear system
+(G W Gᵀ) ν = G W p̂ at q_{n+1} exactly.  RATTLE maps T*Q = {g = 0, G W p = 0} to itself,
+is symmetric, symplectic on T*Q and of order 2 (so ``Composition(Rattle(), scheme)``
+reaches the scheme's order), and keeps the momentum maps of linear symmetries of V and g.
+
+SHAKE (Ryckaert, Ciccotti & Berendsen 1977) is the same step without the momentum
+projection, p_{n+1} = p_{n+½} − (h/2) ∇V(q_{n+1}), as molecular dynamics codes run it:
+its positions are RATTLE's from the same start (the SHAKE recursion
+q_{n+1} − 2q_n + q_{n−1} = −h² W (∇V(q_n) + G(q_n)ᵀ λ̃_n), Leimkuhler & Skeel 1994), on
+g = 0 to round-off and of order 2, but its momenta leave the hidden constraint by
+(h/2) G(q_{n+1})ᵀ μ_n, O(h): as a map of (q, p) it is of order 1 and not symmetric, and
+RATTLE is SHAKE with that component projected out.
+
+A step fails rather than return a state off the manifold: Newton not converged
+(``NOT_CONVERGED``: too large a step, or a singular G W Gᵀ), or the constraints (both, for
+RATTLE) not met to ``_MANIFOLD_RTOL`` of their scale at the new state (``SINGULAR``:
+the momentum solve of a singular G W Gᵀ).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar, final
+
+import jax.numpy as jnp
+
+from mechint.maps import (
+    ImplicitIntegrator,
+    Reason,
+    StepStatus,
+    Traits,
+    combine,
+    kept,
+    serves_only,
+    status,
+)
+from mechint.solvers import Newton
+from mechint.solvers.linear import solve
+from mechint.systems.constrained import Constrained
+
+# the new state's constraints, relative to the size of their terms (``residual_scales``):
+# a converged step leaves ~1e-16
+_MANIFOLD_RTOL = 1e-10
+
+
+def _position_residual(c, args):
+    """g(q̃ − (W Gᵀ)ᵀ c): the position constraints at the new q for c = (h²/2) λ."""
+    system, q_tilde, WG = args
+    return system.constraints(q_tilde - WG.T @ c)
+
+
+def _shake(solver: Newton, system: Constrained, q, p, h):
+    """The SHAKE half: (q_{n+1}, p_{n+½} − (h/2)∇V(q_{n+1}), Newton's status)."""
+    base = system.system
+    p_tilde = p - (0.5 * h) * base.potential_gradient(q)
+    q_tilde = q + h * base.kinetic_gradient(p_tilde)
+    G = system.constraint_jacobian(q)
+    WG = system.inverse_mass(p, G)
+    # the multipliers that would move q by its own size: Newton's update is judged
+    # against them where c itself is small (a constraint that hardly pulls)
+    scale = jnp.max(jnp.abs(q)) / jnp.maximum(jnp.max(jnp.abs(WG)), jnp.finfo(q.dtype).tiny)
+    c0 = jnp.zeros(system.m, q.dtype)
+    c, st = solver.solve(_position_residual, c0, (system, q_tilde, WG), scale=scale)
+    q1 = q_tilde - WG.T @ c
+    p_half = p_tilde - G.T @ (c / h)
+    p1 = p_half - (0.5 * h) * base.potential_gradient(q1)
+    return q1, p1, status(st.converged, st.residual, Reason.NOT_CONVERGED)
+
+
+def _project_momentum(system: Constrained, q, p):
+    """p − G(q)ᵀ ν with G(q)∇T(p − Gᵀν) = 0 (linear in ν: T is quadratic)."""
+    G = system.constraint_jacobian(q)
+    WG = system.inverse_mass(p, G)
+    nu = solve(WG @ G.T, G @ system.system.kinetic_gradient(p))
+    return p - G.T @ nu
+
+
+def _on_manifold(system: Constrained, x, both: bool) -> StepStatus:
+    """Whether x meets the constraints (and, with ``both``, their rates) to
+    ``_MANIFOLD_RTOL`` of their scales; the residual is the larger relative value."""
+    g, g_dot = system.residuals(x)
+    sg, sv = system.residual_scales(x)
+    tiny = jnp.finfo(g.dtype).tiny
+    worst = jnp.max(jnp.abs(g) / jnp.maximum(sg, tiny))
+    if both:
+        worst = jnp.maximum(worst, jnp.max(jnp.abs(g_dot) / jnp.maximum(sv, tiny)))
+    ok = worst <= _MANIFOLD_RTOL  # False for NaN
+    return status(ok, jnp.where(jnp.isfinite(worst), worst, jnp.inf), Reason.SINGULAR)
+
+
+class _ConstrainedMap(ImplicitIntegrator):
+    solver: Newton
+
+    def cannot_serve(self, system) -> str | None:
+        return serves_only(system, (Constrained,))
+
+    def preserved(self, system, x, h) -> dict:
+        return kept(system, ("g", *self._rates, *system.momentum_maps), x)
+
+    _rates: ClassVar[tuple[str, ...]] = ()
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class Rattle(_ConstrainedMap):
+    solver: Newton = dataclasses.field(default_factory=Newton)
+
+    name: ClassVar[str] = "rattle"
+    traits = Traits(order=2, symmetric=True, explicit=False, symplectic=True, constrained=True)
+    _rates: ClassVar[tuple[str, ...]] = ("g_dot",)
+
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        q, p = x
+        q1, p_hat, st = _shake(self.solver, system, q, p, h)
+        x1 = (q1, _project_momentum(system, q1, p_hat))
+        return x1, combine([st, _on_manifold(system, x1, both=True)])
+
+
+@final
+@dataclasses.dataclass(frozen=True)
+class Shake(_ConstrainedMap):
+    solver: Newton = dataclasses.field(default_factory=Newton)
+
+    name: ClassVar[str] = "shake"
+    # order 2 in q, 1 in p (the module docstring)
+    traits = Traits(order=1, symmetric=False, explicit=False, constrained=True)
+
+    def step(self, system, x, h) -> tuple[object, StepStatus]:
+        q, p = x
+        q1, p1, st = _shake(self.solver, system, q, p, h)
+        return (q1, p1), combine([st, _on_manifold(system, (q1, p1), both=False)])
