@@ -26,6 +26,7 @@ from mechint.diagnostics.order import flatten_state
 from mechint.maps import EXACT, Integrator
 from mechint.systems.base import HamiltonianSystem, PoissonSystem, System
 from mechint.systems.canonical import Canonical
+from mechint.systems.constrained import Constrained
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +90,7 @@ def check(system: System, integrator: Integrator, x, h: float, *, halvings: int 
     scale = max(1.0, float(np.max(np.abs(flatten_state(system, x)))))
     floors = {"relative": 1e-13, "absolute": 1e-12 * scale, "state": 1e-13 * scale}
     items: list[tuple[str, np.ndarray, str, list]] = []
-    if isinstance(system, Canonical):
+    if isinstance(system, Canonical | Constrained):  # on a constrained one: on T*Q
         values, _ = structure.symplectic_defects(system, integrator, x, hs)
         items.append(("symplectic", values, "absolute", failed))
     elif isinstance(system, PoissonSystem):

@@ -107,7 +107,7 @@ class _ConstrainedMap(ImplicitIntegrator):
         return serves_only(system, (Constrained,))
 
     def preserved(self, system, x, h) -> dict:
-        return kept(system, ("g", *self._rates, *system.momentum_maps), x)
+        return kept(system, ("constraints", *self._rates, *system.momentum_maps), x)
 
     _rates: ClassVar[tuple[str, ...]] = ()
 
@@ -119,7 +119,7 @@ class Rattle(_ConstrainedMap):
 
     name: ClassVar[str] = "rattle"
     traits = Traits(order=2, symmetric=True, explicit=False, symplectic=True, constrained=True)
-    _rates: ClassVar[tuple[str, ...]] = ("g_dot",)
+    _rates: ClassVar[tuple[str, ...]] = ("constraint_rates",)
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
         q, p = x

@@ -18,8 +18,10 @@ integrates.  The maps that do not know the constraints would drift off T*Q, and 
 refused (``maps.refusal``); RATTLE and SHAKE (``integrators.Rattle``, ``Shake``) serve
 it.
 
-The invariants are H, the residuals ``g`` = g(q) and ``g_dot`` = G(q)∇T(p) (each (m,),
-zero on T*Q: reported, so that a run shows how well it kept them), and the momentum maps
+The invariants are H, the residuals ``constraints`` = max_i |g_i(q)| and
+``constraint_rates`` =
+max_i |(G(q)∇T(p))_i| (zero on T*Q: reported, so that a run shows how well it kept them;
+``residuals(x)`` gives the vectors), and the momentum maps
 the user declares: J(q, p) = pᵀ(A q + b) of a linear symmetry of V and g (checked at
 construction: J's form, and dJ/dt = 0 along the field at states on T*Q), which RATTLE
 keeps exactly.
@@ -74,9 +76,8 @@ class Constrained(PoissonSystem):
     descriptions: ClassVar[dict[str, str]] = {
         "q": "position",
         "p": "momentum",
-        "g": "holonomic constraints g(q) (0 on the constraint manifold)",
-        "g_dot": "their rates G(q) dT/dp (0 on the constraint manifold)",
-        "constraint": "constraint",
+        "constraints": "largest constraint residual max_i |g_i(q)| (0 on the manifold)",
+        "constraint_rates": "largest rate residual max_i |(G(q) dT/dp)_i| (0 on the manifold)",
     }
 
     def __init__(self, system, constraints, params=None, momenta=None):
@@ -173,7 +174,11 @@ class Constrained(PoissonSystem):
     def invariants(self, x) -> dict:
         q, p = x
         g, g_dot = self.residuals(x)
-        out = {"H": self.hamiltonian(x), "g": g, "g_dot": g_dot}
+        out = {
+            "H": self.hamiltonian(x),
+            "constraints": jnp.max(jnp.abs(g), axis=-1),
+            "constraint_rates": jnp.max(jnp.abs(g_dot), axis=-1),
+        }
         for name, J in self.momenta:
             out[name] = jnp.vectorize(J, signature="(d),(d)->()")(q, p)
         return out
@@ -183,11 +188,15 @@ class Constrained(PoissonSystem):
         return tuple(name for name, _ in self.momenta)
 
     def invariant_scales(self, x) -> dict:
-        """The residuals' errors are measured against the size of their terms:
-        Σ_j |G_ij| |q_j| for g_i, Σ_j |G_ij| |∇T(p)_j| for its rate."""
-        return dict(zip(("g", "g_dot"), self.residual_scales(x), strict=True))
+        """The residuals' errors are measured against the size of their terms: the
+        largest over i of Σ_j |G_ij| |q_j| for ``constraints``, of Σ_j |G_ij| |∇T(p)_j|
+        for ``constraint_rates``."""
+        sg, sv = self.residual_scales(x)
+        return {"constraints": jnp.max(sg, axis=-1), "constraint_rates": jnp.max(sv, axis=-1)}
 
     def residual_scales(self, x):
+        """The size of the terms of each g_i and of its rate (shaped like ``residuals``)."""
+
         def one(q, p):
             A = jnp.abs(self.constraint_jacobian(q))
             return A @ jnp.abs(q), A @ jnp.abs(self.system.kinetic_gradient(p))
@@ -229,6 +238,8 @@ class Constrained(PoissonSystem):
     def validate_state(self, x, name: str = "x0"):
         vector = lambda label, v: validate_vector_state(label, v, self.dof)  # noqa: E731
         (q, p), batched = state_pair(name, x, ("q", vector), ("p", vector))
+        if traced((self, q, p)):  # the numbers are unknown inside a transform
+            return (q, p), batched
         g, g_dot = (np.asarray(a) for a in _residuals(self, (q, p)))
         sg, sv = (np.asarray(a) for a in _scales(self, (q, p)))
         bad_g = np.abs(g) > _ON_MANIFOLD_RTOL * np.maximum(sg, 1e-300)
@@ -314,7 +325,7 @@ def _momenta(momenta) -> tuple[tuple[str, Callable], ...]:
     ):
         raise InputError("momenta", "must be a dict of name -> J(q, p)",
                          "e.g. {'Lz': lambda q, p: q[0] * p[1] - q[1] * p[0]}")  # fmt: skip
-    clash = {"H", "g", "g_dot"} & set(momenta)
+    clash = {"H", "constraints", "constraint_rates"} & set(momenta)
     if clash:
         raise InputError("momenta", f"names {sorted(clash)} are taken", "rename them")
     return tuple(momenta.items())

@@ -23,7 +23,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from mechint._validate import positive_scalar, positive_vector, real_array
+from mechint._validate import positive_scalar, positive_vector, real_array, traced
 from mechint.errors import InputError
 from mechint.systems.canonical import SeparableHamiltonian
 from mechint.systems.constrained import Constrained
@@ -53,20 +53,28 @@ def _vertical_momentum(q, p):
     return jnp.sum(x[:, 0] * y[:, 1] - x[:, 1] * y[:, 0])
 
 
+def _vector(name: str, value):
+    """A vector of numbers, or of traced ones (a list holding tracers is stacked)."""
+    if traced(value):
+        return jnp.atleast_1d(jnp.asarray(value, dtype=float))
+    return np.atleast_1d(real_array(name, value))
+
+
 def pendulum_chain(masses=(1.0,), lengths=None, gravity: float = 1.0, dim: int = 3) -> Constrained:
     """A chain of point masses on rods hanging from the origin (the module docstring);
     ``lengths`` default to 1 each."""
     if dim not in (2, 3):
         raise InputError("dim", f"must be 2 (a plane) or 3 (space), got {dim!r}")
-    m = positive_vector("masses", np.atleast_1d(real_array("masses", masses)), None)
+    m = positive_vector("masses", _vector("masses", masses), None)
     n = int(m.shape[0])
-    lengths = np.ones(n) if lengths is None else np.atleast_1d(real_array("lengths", lengths))
-    lengths = positive_vector("lengths", lengths, n)
+    lengths = positive_vector(
+        "lengths", np.ones(n) if lengths is None else _vector("lengths", lengths), n
+    )
     base = SeparableHamiltonian(
         _kinetic,
         _potential,
         dof=n * dim,
-        params={"masses": m, "gravity": float(positive_scalar("gravity", gravity))},
+        params={"masses": m, "gravity": positive_scalar("gravity", gravity)},
     )
     momenta = {"Lz": _vertical_momentum} if dim == 3 else None
     return Constrained(base, _rods, params={"lengths": lengths}, momenta=momenta)
@@ -75,25 +83,35 @@ def pendulum_chain(masses=(1.0,), lengths=None, gravity: float = 1.0, dim: int =
 def hanging_state(system: Constrained, angles, rates=None, azimuths=None, azimuth_rates=None):
     """(q, p) of a ``pendulum_chain``: rod i at ``angles[i]`` from the downward vertical
     (and ``azimuths[i]`` about it, in space) turning at ``rates[i]``
-    (``azimuth_rates[i]``), radians and radians per unit time."""
-    lengths = np.asarray(system.params["lengths"])  # type: ignore[index]
-    masses = np.asarray(system.system.params["masses"])  # type: ignore[attr-defined]
+    (``azimuth_rates[i]``), radians and radians per unit time.  Traceable: a state
+    placed by angles moves with the lengths when they are differentiated."""
+    lengths = system.params["lengths"]  # type: ignore[index]
+    masses = system.system.params["masses"]  # type: ignore[attr-defined]
     n = lengths.shape[0]
     dim = system.dof // n
-    zero = np.zeros(n)
-    th = real_array("angles", angles, (n,))
-    dth = zero if rates is None else real_array("rates", rates, (n,))
-    ph = zero if azimuths is None else real_array("azimuths", azimuths, (n,))
-    dph = zero if azimuth_rates is None else real_array("azimuth_rates", azimuth_rates, (n,))
-    s, c, sp, cp = np.sin(th), np.cos(th), np.sin(ph), np.cos(ph)
+
+    def given(name, value):
+        if value is None:
+            return jnp.zeros(n)
+        arr = _vector(name, value)
+        if arr.shape != (n,):
+            raise InputError(name, f"expected {n} numbers (one a rod), got shape {arr.shape}")
+        return jnp.asarray(arr, dtype=float)
+
+    th, dth = given("angles", angles), given("rates", rates)
+    ph, dph = given("azimuths", azimuths), given("azimuth_rates", azimuth_rates)
+    s, c, sp, cp = jnp.sin(th), jnp.cos(th), jnp.sin(ph), jnp.cos(ph)
     if dim == 2:
-        unit = np.stack([s, -c], axis=1)
-        dunit = np.stack([c * dth, s * dth], axis=1)
+        unit = jnp.stack([s, -c], axis=1)
+        dunit = jnp.stack([c * dth, s * dth], axis=1)
     else:
-        unit = np.stack([s * cp, s * sp, -c], axis=1)
-        dunit = np.stack(
+        unit = jnp.stack([s * cp, s * sp, -c], axis=1)
+        dunit = jnp.stack(
             [c * cp * dth - s * sp * dph, c * sp * dth + s * cp * dph, s * dth], axis=1
         )
-    x = np.cumsum(lengths[:, None] * unit, axis=0)
-    v = np.cumsum(lengths[:, None] * dunit, axis=0)
-    return x.reshape(-1), (masses[:, None] * v).reshape(-1)
+    x = jnp.cumsum(lengths[:, None] * unit, axis=0)
+    v = jnp.cumsum(lengths[:, None] * dunit, axis=0)
+    q, p = x.reshape(-1), (masses[:, None] * v).reshape(-1)
+    if traced((q, p)):
+        return q, p
+    return np.asarray(q), np.asarray(p)
