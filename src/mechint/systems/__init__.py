@@ -31,6 +31,7 @@ from mechint.systems.canonical_models import HarmonicOscillator, HenonHeiles, Ke
 from mechint.systems.clebsch import ClebschTop
 from mechint.systems.constant_poisson import PoissonHamiltonian
 from mechint.systems.constrained import Constrained
+from mechint.systems.constrained_models import hanging_state, pendulum_chain
 from mechint.systems.euler_top import EulerTop, FreeTop
 from mechint.systems.flows import (
     AxisRotation,
@@ -149,6 +150,8 @@ __all__ = [
     "TimeTransformed",
     "ZhukovskyVolterra",
     "get",
+    "hanging_state",
     "nbody",
+    "pendulum_chain",
     "potentials",
 ]
