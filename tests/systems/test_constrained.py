@@ -1,0 +1,153 @@
+"""``systems.Constrained``: the manifold, the projection, the multipliers, the declared
+momentum maps, and every bad input refused before any compile."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mechint as mi
+from mechint.errors import InputError
+from tests.systems.constrained_cases import double_pendulum, spherical_pendulum
+
+R = mi.integrators.Rattle()
+
+
+def _free(dof=3, T=None):
+    return mi.systems.SeparableHamiltonian(
+        T or (lambda p: 0.5 * jnp.sum(p**2)), lambda q: q[-1], dof=dof
+    )
+
+
+def _sphere(q):
+    return jnp.sum(q**2) - 1.0
+
+
+def test_the_manifold_its_residuals_and_the_multipliers():
+    """Hanging at rest: λ = mγ/(2L) holds the weight (G = 2qᵀ); a state from angles is on
+    T*Q to round-off, and the residual invariants are 0 there."""
+    system = mi.systems.pendulum_chain([2.0], [1.5], gravity=3.0, dim=3)
+    rest = (np.array([0.0, 0.0, -1.5]), np.zeros(3))
+    assert float(system.multipliers(rest)[0]) == pytest.approx(2.0 * 3.0 / (2 * 1.5), rel=1e-15)
+    q, p = system.vector_field(rest)
+    assert np.max(np.abs(np.asarray(q))) == 0 and np.max(np.abs(np.asarray(p))) < 1e-15
+    system, x0 = double_pendulum()
+    inv = system.invariants(x0)
+    assert float(inv["constraints"]) < 1e-15 and float(inv["constraint_rates"]) < 1e-15
+    assert system.m == 2 and system.dof == 4 and system.tangent_basis(x0).shape == (8, 4)
+
+
+def test_project_moves_a_state_onto_the_manifold_in_the_metric_of_M():
+    system, x0 = double_pendulum()
+    rng = np.random.default_rng(1)
+    off = (x0[0] + 0.1 * rng.standard_normal(4), x0[1] + rng.standard_normal(4))
+    q, p = system.project(off)
+    g, g_dot = (np.asarray(a) for a in system.residuals((q, p)))
+    assert np.max(np.abs(g)) < 1e-14 and np.max(np.abs(g_dot)) < 1e-14
+    # p moved along the constraint forces Gᵀν only (the M⁻¹-orthogonal projection)
+    G = np.asarray(system.constraint_jacobian(jnp.asarray(q)))
+    nu, *_ = np.linalg.lstsq(G.T, off[1] - p, rcond=None)
+    assert np.max(np.abs(G.T @ nu - (off[1] - p))) < 1e-13
+    batch = system.project(tuple(np.stack([a, a]) for a in off))
+    np.testing.assert_allclose(batch[0][1], q, rtol=1e-14)
+    with pytest.raises(InputError, match="x0: could not be projected"):
+        system.project((np.full(4, 1e-9), np.zeros(4)))  # G W Gᵀ singular at q = 0
+
+
+def test_a_state_off_the_manifold_is_refused_with_its_residuals():
+    system, x0 = double_pendulum()
+    with pytest.raises(
+        InputError, match=r"x0: is off the constraint manifold: max \|g\(q\)\| = 0,"
+    ):
+        mi.simulate(system, R, (x0[0], x0[1] + 1.0), 0.01, 1)
+    bad = (np.stack([x0[0], x0[0] * 1.05]), np.stack([x0[1], x0[1]]))
+    with pytest.raises(InputError, match=r"\(member 1\).*system.project\(x0\)"):
+        mi.simulate(system, R, bad, 0.01, 1)
+
+
+def _raises(match, *args, **kwargs):
+    with pytest.raises(InputError, match=match):
+        mi.systems.Constrained(*args, **kwargs)
+
+
+def test_bad_input_is_refused_naming_the_parameter():
+    _raises(r"system: .*not a separable", mi.systems.Hamiltonian(lambda q, p: q @ p, 3), _sphere)
+    _raises(r"system: .*time dependent", mi.systems.SeparableHamiltonian(
+        lambda p: 0.5 * p @ p, lambda t, q: q[0] * t, 3, time_dependent=True), _sphere)  # fmt: skip
+    _raises(r"system: its kinetic energy T\(p\) is not quadratic",
+            _free(T=lambda p: jnp.sum(p**4)), _sphere)  # fmt: skip
+    _raises("constraints: must be a function", _free(), 3.0)
+    _raises(r"constraints: must return shape \(m,\)", _free(), lambda q: jnp.outer(q, q))
+    _raises("constraints: gives m = 3 constraints on 3 coordinates", _free(), lambda q: q)
+    _raises("constraints: could not be evaluated", _free(), lambda q: q[7] @ q[:2])
+    _raises("constraints: .*not finite", _free(), lambda q: jnp.log(-jnp.sum(q**2))[None])
+    _raises(r"constraints: are redundant: G = dg/dq has rank 1 < m = 2",
+            _free(), lambda q: jnp.stack([_sphere(q), 2.0 * _sphere(q)]))  # fmt: skip
+    _raises("params: ", _free(), lambda q, k: _sphere(q) * k, params="a")
+    _raises("momenta: must be a dict", _free(), _sphere, momenta=[lambda q, p: 0.0])
+    _raises(r"momenta: names \['H'\] are taken", _free(), _sphere, momenta={"H": lambda q, p: 0.0})
+    _raises(
+        "momenta: Lx is not conserved",
+        _free(),
+        _sphere,
+        momenta={"Lx": lambda q, p: q[1] * p[2] - q[2] * p[1]},
+    )  # gravity breaks it
+    _raises("momenta: E is not a momentum map of a linear symmetry", _free(), _sphere,
+            momenta={"E": lambda q, p: 0.5 * p @ p + q[2]})  # fmt: skip
+    system = mi.systems.Constrained(
+        _free(), _sphere, momenta={"Lz": lambda q, p: q[0] * p[1] - q[1] * p[0]}
+    )
+    assert system.momentum_maps == ("Lz",) and system.m == 1
+    with pytest.raises(InputError, match="lengths"):
+        mi.systems.pendulum_chain([1.0, 1.0], [1.0, -1.0])
+    with pytest.raises(InputError, match="dim"):
+        mi.systems.pendulum_chain([1.0], dim=4)
+
+
+def test_params_are_leaves_one_compiled_run_serves_every_value():
+    """Two rod lengths run by one compiled program (the lengths are traced), each on its
+    own manifold."""
+    runs = []
+    for length in (1.0, 2.5):
+        system = mi.systems.pendulum_chain([1.0], [length], gravity=1.0, dim=3)
+        x0 = mi.systems.hanging_state(system, [0.5], [0.0], [0.0], [1.0])
+        runs.append(mi.simulate(system, R, x0, 0.01, 100, 100))
+        q = np.asarray(runs[-1].x[0][-1])
+        assert abs(np.linalg.norm(q) - length) < 1e-14 * length
+    assert not np.allclose(np.asarray(runs[0].x[0]), np.asarray(runs[1].x[0]))
+
+
+@pytest.mark.parametrize("what", ["lengths", "gravity", "angles"])
+def test_gradients_through_a_run_match_finite_differences(what):
+    """jax.grad of a final coordinate of 200 RATTLE steps of the double pendulum (the
+    structured derivative of chunks of ≥ 64 steps) with respect to the rods' length, the
+    gravity and the starting angle, against central differences."""
+
+    def final(theta):
+        lengths = jnp.stack([1.0, theta]) if what == "lengths" else jnp.array([1.0, 0.5])
+        gravity = theta if what == "gravity" else 9.81
+        angles = jnp.stack([theta, -0.5]) if what == "angles" else jnp.array([1.0, -0.5])
+        system = mi.systems.pendulum_chain([1.0, 2.0], lengths, gravity, dim=2)
+        x0 = mi.systems.hanging_state(system, angles, jnp.array([0.3, 1.2]))
+        return mi.integrate(system, R, x0, 0.01, 200).x[0][-1, 3]
+
+    theta = {"lengths": 0.5, "gravity": 9.81, "angles": 1.0}[what]
+    grad = float(jax.grad(final)(theta))
+    eps = 1e-6 * theta
+    fd = (float(final(theta + eps)) - float(final(theta - eps))) / (2 * eps)
+    assert grad == pytest.approx(fd, rel=1e-7, abs=1e-9)
+
+
+def test_an_event_on_a_constrained_run():
+    """The spherical pendulum's crossings of the plane x = 0, located on RATTLE's runs at
+    h = 0.01 and 0.0025 (one compiled program): they agree to RATTLE's O(h²) phase error."""
+    system, x0 = spherical_pendulum()
+    event = mi.Event(lambda t, x: x[0][0], name="x")
+    times = []
+    for integrator, h in ((R, 0.01), (mi.integrators.Composition(R, "kahan-li8"), 0.005)):
+        n = round(10.0 / h)
+        traj = mi.simulate(system, integrator, x0, h, n, n, events=[event])
+        c = traj.events["x"]
+        times.append(np.asarray(c.t)[: int(c.count)])
+    assert len(times[0]) == len(times[1]) >= 2
+    assert np.max(np.abs(times[0] - times[1])) < 1e-3  # RATTLE's O(h²) phase error
