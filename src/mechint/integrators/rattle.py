@@ -21,7 +21,9 @@ its positions are RATTLE's from the same start (the SHAKE recursion
 q_{n+1} − 2q_n + q_{n−1} = −h² W (∇V(q_n) + G(q_n)ᵀ λ̃_n), Leimkuhler & Skeel 1994), on
 g = 0 to round-off and of order 2, but its momenta leave the hidden constraint by
 (h/2) G(q_{n+1})ᵀ μ_n, O(h): as a map of (q, p) it is of order 1 and not symmetric, and
-RATTLE is SHAKE with that component projected out.
+RATTLE is SHAKE with that component projected out.  That component changes none of the
+later positions (the next step's multipliers absorb it), so a SHAKE run continues from
+``system.project`` of its last state, which ``Constrained.validate_state`` asks for.
 
 A step fails rather than return a state off the manifold: Newton not converged
 (``NOT_CONVERGED``: too large a step, or a singular G W Gᵀ), or the constraints (both, for
