@@ -8,6 +8,7 @@ data (a non-finite state, a singular solve), like any failed step.
 
 from __future__ import annotations
 
+import importlib
 import math
 import numbers
 from collections.abc import Sequence
@@ -295,3 +296,31 @@ def rotations(name: str, g0, n: int, batched: bool, batch: int) -> np.ndarray:
     if batched and g.ndim == 2:
         g = np.broadcast_to(g, (batch, n, n)).copy()
     return g
+
+
+def function_reference(parameter: str, value) -> Any:
+    """The function a text "package.module:function" names (an experiment file's or the
+    command line's reference to a user's function), imported; importing runs that
+    module, as ``python -c "import package.module"`` would.  ``InputError`` naming
+    ``parameter`` for anything else."""
+    if not isinstance(value, str):
+        raise InputError(parameter, f"must be a function, got {type(value).__name__}")
+    module, _, attr = value.partition(":")
+    names = [*module.split("."), *attr.split(".")]
+    if not attr or not all(n.isidentifier() for n in names):
+        raise InputError(
+            parameter,
+            f"{value!r} is not a reference to a function",
+            'write "package.module:function" (a module on the Python path)',
+        )
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(
+            parameter, f"cannot import {value!r}: {exc}", "check the module is on PYTHONPATH"
+        ) from None
+    if not callable(obj):
+        raise InputError(parameter, f"{value!r} is not a function")
+    return obj

@@ -171,7 +171,7 @@ def test_symplectic_on_the_manifold_and_a_negative_control(double):
 def test_momentum_about_the_vertical_is_kept():
     """A spinning spherical double pendulum: Lz kept to round-off by RATTLE, SHAKE and a
     composition over 10⁴ steps, as declared; H is not."""
-    system = mi.systems.pendulum_chain([1.0, 0.5], [1.0, 0.7], 1.0, dim=3)
+    system = mi.systems.PendulumChain([1.0, 0.5], [1.0, 0.7], 1.0, dim=3)
     x0 = mi.systems.hanging_state(system, [0.8, 1.4], [0.1, -0.3], [0.0, 1.0], [0.7, -0.4])
     for integrator in (R, mi.integrators.Shake(), mi.integrators.Composition(R, "yoshida4")):
         traj = mi.simulate(system, integrator, x0, 0.02, 10_000, 100)

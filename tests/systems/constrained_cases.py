@@ -4,7 +4,7 @@
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from mechint.systems.constrained_models import hanging_state, pendulum_chain
+from mechint.systems.constrained_models import PendulumChain, hanging_state
 
 # the double pendulum of the tests: masses 1 and 2 on rods of 1 and 0.5, gravity 9.81
 DOUBLE = {"masses": (1.0, 2.0), "lengths": (1.0, 0.5), "gravity": 9.81}
@@ -13,7 +13,7 @@ DOUBLE_START = {"angles": (1.0, -0.5), "rates": (0.3, 1.2)}
 
 def double_pendulum():
     """(system, x0) of the planar double pendulum in Cartesian coordinates."""
-    system = pendulum_chain(DOUBLE["masses"], DOUBLE["lengths"], DOUBLE["gravity"], dim=2)
+    system = PendulumChain(DOUBLE["masses"], DOUBLE["lengths"], DOUBLE["gravity"], dim=2)
     return system, hanging_state(system, **DOUBLE_START)
 
 
@@ -42,7 +42,7 @@ SPHERICAL_START = {"angles": (1.0,), "rates": (0.2,), "azimuths": (0.3,), "azimu
 
 
 def spherical_pendulum():
-    system = pendulum_chain([1.0], [1.0], gravity=1.0, dim=3)
+    system = PendulumChain([1.0], [1.0], gravity=1.0, dim=3)
     return system, hanging_state(system, **SPHERICAL_START)
 
 
@@ -61,3 +61,11 @@ def spherical_pendulum_reference(T: float):
     system, _ = spherical_pendulum()
     th, ph, dth, dph = sol.y[:, -1]
     return hanging_state(system, [th], [dth], [ph], [dph])
+
+
+def unit_sphere(q):
+    """g(q) = |q|² − 1: the constraint ``mechint run --constraints`` imports in the CLI
+    tests."""
+    import jax.numpy as jnp
+
+    return jnp.sum(q**2) - 1.0

@@ -26,7 +26,7 @@ def _sphere(q):
 def test_the_manifold_its_residuals_and_the_multipliers():
     """Hanging at rest: λ = mγ/(2L) holds the weight (G = 2qᵀ); a state from angles is on
     T*Q to round-off, and the residual invariants are 0 there."""
-    system = mi.systems.pendulum_chain([2.0], [1.5], gravity=3.0, dim=3)
+    system = mi.systems.PendulumChain([2.0], [1.5], gravity=3.0, dim=3)
     rest = (np.array([0.0, 0.0, -1.5]), np.zeros(3))
     assert float(system.multipliers(rest)[0]) == pytest.approx(2.0 * 3.0 / (2 * 1.5), rel=1e-15)
     q, p = system.vector_field(rest)
@@ -99,9 +99,9 @@ def test_bad_input_is_refused_naming_the_parameter():
     )
     assert system.momentum_maps == ("Lz",) and system.m == 1
     with pytest.raises(InputError, match="lengths"):
-        mi.systems.pendulum_chain([1.0, 1.0], [1.0, -1.0])
+        mi.systems.PendulumChain([1.0, 1.0], [1.0, -1.0])
     with pytest.raises(InputError, match="dim"):
-        mi.systems.pendulum_chain([1.0], dim=4)
+        mi.systems.PendulumChain([1.0], dim=4)
 
 
 def test_params_are_leaves_one_compiled_run_serves_every_value():
@@ -109,7 +109,7 @@ def test_params_are_leaves_one_compiled_run_serves_every_value():
     own manifold."""
     runs = []
     for length in (1.0, 2.5):
-        system = mi.systems.pendulum_chain([1.0], [length], gravity=1.0, dim=3)
+        system = mi.systems.PendulumChain([1.0], [length], gravity=1.0, dim=3)
         x0 = mi.systems.hanging_state(system, [0.5], [0.0], [0.0], [1.0])
         runs.append(mi.simulate(system, R, x0, 0.01, 100, 100))
         q = np.asarray(runs[-1].x[0][-1])
@@ -127,7 +127,7 @@ def test_gradients_through_a_run_match_finite_differences(what):
         lengths = jnp.stack([1.0, theta]) if what == "lengths" else jnp.array([1.0, 0.5])
         gravity = theta if what == "gravity" else 9.81
         angles = jnp.stack([theta, -0.5]) if what == "angles" else jnp.array([1.0, -0.5])
-        system = mi.systems.pendulum_chain([1.0, 2.0], lengths, gravity, dim=2)
+        system = mi.systems.PendulumChain([1.0, 2.0], lengths, gravity, dim=2)
         x0 = mi.systems.hanging_state(system, angles, jnp.array([0.3, 1.2]))
         return mi.integrate(system, R, x0, 0.01, 200).x[0][-1, 3]
 

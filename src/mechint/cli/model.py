@@ -58,6 +58,12 @@ def add_system_options(p: argparse.ArgumentParser) -> None:
         p.add_argument(f"--{name}", help=text)
     for name, text in state_options().items():
         p.add_argument(f"--{name}", help=f"{text}: {_NUMBERS}")
+    p.add_argument("--constraints", help="package.module:function, g(q) returning the m "
+                   "holonomic constraints g(q) = 0 the system (a separable canonical one: "
+                   "harmonic-oscillator, kepler, ...) is held to (systems.Constrained; run by "
+                   "rattle, shake or a composition of rattle)")  # fmt: skip
+    p.add_argument("--project", action="store_true", help="move the initial state onto the "
+                   "constraint manifold first (a constrained state must lie on it)")  # fmt: skip
 
 
 def add_integrator_options(p: argparse.ArgumentParser, *, several: bool = False) -> None:
@@ -124,10 +130,35 @@ def build_system(args: argparse.Namespace) -> System:
         value = text if p.text else parsing.numbers(f"--{name}", text)
         kwargs.update(relabel(f"--{name}", p.kwargs, value))
     try:
-        return cls(**kwargs)
+        system = cls(**kwargs)
     except InputError as exc:
         option = exc.parameter if exc.parameter in table else next(iter(table), exc.parameter)
         raise InputError(f"--{option}", exc.problem, exc.fix) from None
+    return constrained(args, system)
+
+
+def constrained(args: argparse.Namespace, system: System) -> System:
+    """``system`` held to --constraints where given (``systems.Constrained``)."""
+    reference = _value(args, "constraints")
+    if reference is None:
+        return system
+    if _value(args, "preset") is not None or _value(args, "bodies") is not None:
+        raise InputError("--constraints", "does not apply to a --preset or --bodies system")
+    try:
+        return systems.Constrained(system, reference)
+    except InputError as exc:
+        option = "--system" if exc.parameter == "system" else "--constraints"
+        raise InputError(option, exc.problem, exc.fix) from None
+
+
+def projected(args: argparse.Namespace, system: System, x0):
+    """x0, moved onto the constraint manifold where --project is given."""
+    if not _value(args, "project"):
+        return x0
+    if not isinstance(system, systems.Constrained):
+        raise InputError("--project", f"does not apply to {system.name}",
+                         "use it with --constraints or pendulum-chain")  # fmt: skip
+    return relabel("--project", system.project, x0)
 
 
 def orientation(args: argparse.Namespace, system: System) -> np.ndarray | None:
@@ -175,10 +206,10 @@ def given_state_options(args: argparse.Namespace, system: System) -> list[str]:
 def initial_state(args: argparse.Namespace, system: System):
     """x0 and g0 (or None) from the options the system takes (or its preset)."""
     if preset_state(args) is not None:
-        return preset_state(args), orientation(args, system)
+        return projected(args, system, preset_state(args)), orientation(args, system)
     g0 = orientation(args, system)
     given = _given_state(args, system)
-    return relabel_state(system.state_from_options, given, g0), g0
+    return projected(args, system, relabel_state(system.state_from_options, given, g0)), g0
 
 
 def relabel_state(fn, *a):
@@ -192,11 +223,11 @@ def relabel_state(fn, *a):
 def states_or_example(args: argparse.Namespace, system: System):
     """The state or batch the options give, or ``system.example_state()``."""
     if preset_state(args) is not None:
-        return preset_state(args)
+        return projected(args, system, preset_state(args))
     given = _given_state(args, system)
     if not given:
         return system.example_state()
-    return relabel_state(system.state_from_options, given, None)
+    return projected(args, system, relabel_state(system.state_from_options, given, None))
 
 
 def one_state(args: argparse.Namespace, system: System):

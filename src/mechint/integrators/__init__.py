@@ -36,6 +36,7 @@ from mechint.integrators.rattle import Rattle, Shake
 from mechint.integrators.registry import INTEGRATORS, SETTINGS, build, serving, settings_for
 from mechint.integrators.reversible_adaptive import ReversibleAdaptive
 from mechint.integrators.rigid_body_splitting import RigidBodySplitting
+from mechint.integrators.settle import Settle
 from mechint.integrators.splitting import Splitting
 from mechint.integrators.stages import SPLITTING_SCHEMES, SplittingScheme
 from mechint.integrators.stormer_verlet import StormerVerlet
@@ -100,6 +101,7 @@ __all__ = [
     "ReversibleAdaptive",
     "RigidBodySplitting",
     "Setting",
+    "Settle",
     "Shake",
     "Splitting",
     "SplittingScheme",

@@ -21,13 +21,16 @@ its positions are RATTLE's from the same start (the SHAKE recursion
 q_{n+1} − 2q_n + q_{n−1} = −h² W (∇V(q_n) + G(q_n)ᵀ λ̃_n), Leimkuhler & Skeel 1994), on
 g = 0 to round-off and of order 2, but its momenta leave the hidden constraint by
 (h/2) G(q_{n+1})ᵀ μ_n, O(h): as a map of (q, p) it is of order 1 and not symmetric, and
-RATTLE is SHAKE with that component projected out.  That component changes none of the
-later positions (the next step's multipliers absorb it), so a SHAKE run continues from
-``system.project`` of its last state, which ``Constrained.validate_state`` asks for.
+RATTLE is SHAKE with that component projected out.  SHAKE is symplectic in the sense of
+Leimkuhler & Skeel: DΦ restricted to the tangent space of T*Q keeps the canonical form
+(``diagnostics.symplectic_defects`` measures it at round-off), though its image leaves
+T*Q.  The normal component changes none of the later positions (the next step's
+multipliers absorb it), so a SHAKE run continues from ``system.project`` of its last
+state, which ``Constrained.validate_state`` asks for.
 
 A step fails rather than return a state off the manifold: Newton not converged
 (``NOT_CONVERGED``: too large a step, or a singular G W Gᵀ), or the constraints (both, for
-RATTLE) not met to ``_MANIFOLD_RTOL`` of their scale at the new state (``SINGULAR``:
+RATTLE) not met to max(1e-10, 1000 ulps) of their scale at the new state (``SINGULAR``:
 the momentum solve of a singular G W Gᵀ).
 """
 
@@ -53,8 +56,9 @@ from mechint.solvers.linear import solve
 from mechint.systems.constrained import Constrained
 
 # the new state's constraints, relative to the size of their terms (``residual_scales``):
-# a converged step leaves ~1e-16
+# a converged step leaves a few ulps (1e-16 in float64, 1e-7 in float32)
 _MANIFOLD_RTOL = 1e-10
+_MANIFOLD_ULPS = 1000.0
 
 
 def _position_residual(c, args):
@@ -89,16 +93,21 @@ def _project_momentum(system: Constrained, q, p):
     return p - G.T @ nu
 
 
-def _on_manifold(system: Constrained, x, both: bool) -> StepStatus:
-    """Whether x meets the constraints (and, with ``both``, their rates) to
-    ``_MANIFOLD_RTOL`` of their scales; the residual is the larger relative value."""
+def _on_manifold(system: Constrained, x, p_hat=None) -> StepStatus:
+    """Whether x meets the constraints (and, given ``p_hat``, the momentum before its
+    projection, their rates) to max(1e-10, 1000 ulps) of their scales; the residual is
+    the larger relative value.  The rates' scale counts ``p_hat`` too: its kicks are the
+    terms the projected momentum sums, whose rounding remains (a chain at rest has
+    p ≈ 0 and rates of ~1e-18)."""
     g, g_dot = system.residuals(x)
     sg, sv = system.residual_scales(x)
     tiny = jnp.finfo(g.dtype).tiny
     worst = jnp.max(jnp.abs(g) / jnp.maximum(sg, tiny))
-    if both:
+    if p_hat is not None:
+        sv = jnp.maximum(sv, system.residual_scales((x[0], p_hat))[1])
         worst = jnp.maximum(worst, jnp.max(jnp.abs(g_dot) / jnp.maximum(sv, tiny)))
-    ok = worst <= _MANIFOLD_RTOL  # False for NaN
+    tol = max(_MANIFOLD_RTOL, _MANIFOLD_ULPS * float(jnp.finfo(g.dtype).eps))
+    ok = worst <= tol  # False for NaN
     return status(ok, jnp.where(jnp.isfinite(worst), worst, jnp.inf), Reason.SINGULAR)
 
 
@@ -127,7 +136,7 @@ class Rattle(_ConstrainedMap):
         q, p = x
         q1, p_hat, st = _shake(self.solver, system, q, p, h)
         x1 = (q1, _project_momentum(system, q1, p_hat))
-        return x1, combine([st, _on_manifold(system, x1, both=True)])
+        return x1, combine([st, _on_manifold(system, x1, p_hat)])
 
 
 @final
@@ -136,10 +145,10 @@ class Shake(_ConstrainedMap):
     solver: Newton = dataclasses.field(default_factory=Newton)
 
     name: ClassVar[str] = "shake"
-    # order 2 in q, 1 in p (the module docstring)
-    traits = Traits(order=1, symmetric=False, explicit=False, constrained=True)
+    # order 2 in q, 1 in p; symplectic as a map out of T*Q (the module docstring)
+    traits = Traits(order=1, symmetric=False, explicit=False, symplectic=True, constrained=True)
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
         q, p = x
         q1, p1, st = _shake(self.solver, system, q, p, h)
-        return (q1, p1), combine([st, _on_manifold(system, (q1, p1), both=False)])
+        return (q1, p1), combine([st, _on_manifold(system, (q1, p1))])

@@ -20,6 +20,7 @@ from mechint.integrators.lie_group import RKMK, CommutatorFree
 from mechint.integrators.lie_group_variational import LieGroupVariational
 from mechint.integrators.rattle import Rattle, Shake
 from mechint.integrators.rigid_body_splitting import RigidBodySplitting
+from mechint.integrators.settle import Settle
 from mechint.integrators.splitting import Splitting
 from mechint.integrators.stormer_verlet import StormerVerlet
 from mechint.integrators.symplectic_euler import SymplecticEuler
@@ -50,6 +51,7 @@ INTEGRATORS: dict[str, type[Integrator]] = {
         SABA,
         Rattle,
         Shake,
+        Settle,
     )
 }
 

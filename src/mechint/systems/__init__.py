@@ -31,7 +31,7 @@ from mechint.systems.canonical_models import HarmonicOscillator, HenonHeiles, Ke
 from mechint.systems.clebsch import ClebschTop
 from mechint.systems.constant_poisson import PoissonHamiltonian
 from mechint.systems.constrained import Constrained
-from mechint.systems.constrained_models import hanging_state, pendulum_chain
+from mechint.systems.constrained_models import PendulumChain, hanging_state
 from mechint.systems.euler_top import EulerTop, FreeTop
 from mechint.systems.flows import (
     AxisRotation,
@@ -59,6 +59,7 @@ from mechint.systems.quadratic_potential import QuadraticPotentialTop
 from mechint.systems.rigid import Body
 from mechint.systems.rigid_bodies import RigidBodies
 from mechint.systems.time_transformed import TimeTransformed
+from mechint.systems.water import WATER_MODELS, RigidWater
 
 # The models the CLI and experiment files build from numbers (and, for rigid-bodies, a
 # reference "module:function" to the user's potential); the others take user functions or
@@ -81,6 +82,8 @@ SYSTEMS: dict[str, type[System]] = {
         RigidBodies,
         ZhukovskyVolterra,
         NBody,
+        PendulumChain,
+        RigidWater,
     )
 }
 
@@ -105,6 +108,7 @@ def get(name: str) -> type[System]:
 __all__ = [
     "FLOWS",
     "SYSTEMS",
+    "WATER_MODELS",
     "AbstractHeavyTop",
     "AttitudeKinematics",
     "BodiesInPotential",
@@ -135,6 +139,7 @@ __all__ = [
     "NaturalSplit",
     "Parameter",
     "Pendulum",
+    "PendulumChain",
     "PoissonHamiltonian",
     "PoissonSystem",
     "QuadraticField",
@@ -142,6 +147,7 @@ __all__ = [
     "QuadraticVectorField",
     "ReducedEnergy",
     "RigidBodies",
+    "RigidWater",
     "Separable",
     "SeparableHamiltonian",
     "StateOption",
@@ -152,6 +158,5 @@ __all__ = [
     "get",
     "hanging_state",
     "nbody",
-    "pendulum_chain",
     "potentials",
 ]

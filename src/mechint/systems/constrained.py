@@ -30,9 +30,8 @@ keeps exactly.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
-from typing import ClassVar, final
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -40,7 +39,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from mechint._pytree import register_pytree
-from mechint._validate import traced
+from mechint._validate import function_reference, traced
 from mechint.errors import InputError
 from mechint.systems.base import PoissonSystem, state_pair, validate_vector_state
 from mechint.systems.canonical import Canonical, Separable, _parameters
@@ -52,15 +51,15 @@ _ON_MANIFOLD_RTOL = 1e-10
 _MOMENTUM_RTOL = 1e-10
 
 
-@final
 @register_pytree(data=("system", "params"), meta=("g", "m", "momenta", "dof"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class Constrained(PoissonSystem):
     """``system`` (a ``Separable`` canonical system with T quadratic) under the holonomic
     constraints ``constraints(q)`` (``constraints(q, params)`` with ``params``: a pytree of
     arrays, leaves of the system, traceable and differentiable), returning (m,) (a scalar
-    is one constraint).  ``momenta``: name → J(q, p), momentum maps of linear symmetries
-    of V and g, kept by RATTLE.  See the module docstring."""
+    is one constraint); the text "package.module:function" names one to import.
+    ``momenta``: name → J(q, p), momentum maps of linear symmetries of V and g, kept by
+    RATTLE.  See the module docstring."""
 
     system: Separable
     g: Callable
@@ -90,6 +89,8 @@ class Constrained(PoissonSystem):
                 f"{what} {why}; RATTLE and SHAKE need H = ½ pᵀM⁻¹p + V(q)",
                 "give a Separable system: SeparableHamiltonian(T, V, dof), Pendulum(), ...",
             )
+        if isinstance(constraints, str):  # "package.module:function" (the CLI's)
+            constraints = function_reference("constraints", constraints)
         if not callable(constraints):
             raise InputError(
                 "constraints", f"must be a function of q, got {type(constraints).__name__}"
@@ -188,11 +189,20 @@ class Constrained(PoissonSystem):
         return tuple(name for name, _ in self.momenta)
 
     def invariant_scales(self, x) -> dict:
-        """The residuals' errors are measured against the size of their terms: the
+        """Errors are measured against the size of the terms an invariant sums: the
         largest over i of Σ_j |G_ij| |q_j| for ``constraints``, of Σ_j |G_ij| |∇T(p)_j|
-        for ``constraint_rates``."""
+        for ``constraint_rates``, and Σ_i |∂J/∂p_i p_i| for a declared momentum map J
+        (linear in p, so J is the sum of those terms: a cluster's total momentum is 0)."""
         sg, sv = self.residual_scales(x)
-        return {"constraints": jnp.max(sg, axis=-1), "constraint_rates": jnp.max(sv, axis=-1)}
+        out = {"constraints": jnp.max(sg, axis=-1), "constraint_rates": jnp.max(sv, axis=-1)}
+        q, p = x
+        for name, J in self.momenta:
+
+            def terms(q, p, J=J):
+                return jnp.sum(jnp.abs(jax.grad(J, argnums=1)(q, p) * p))
+
+            out[name] = jnp.vectorize(terms, signature="(d),(d)->()")(q, p)
+        return out
 
     def residual_scales(self, x):
         """The size of the terms of each g_i and of its rate (shaped like ``residuals``)."""
@@ -259,9 +269,19 @@ class Constrained(PoissonSystem):
                 name,
                 f"is off the constraint manifold{where}: max |g(q)| = {np.max(np.abs(g)):.3g}, "
                 f"max |G(q) dT/dp| = {np.max(np.abs(g_dot)):.3g}",
-                f"project it onto the manifold first: {name} = system.project({name})",
+                f"project it onto the manifold first: system.project({name}) (the CLI: --project)",
             )
         return (q, p), batched
+
+    @property
+    def state_options(self) -> tuple:  # type: ignore[override]
+        """The base system's (its state is the base's, on the manifold)."""
+        return self.system.state_options
+
+    def state_from_options(self, given: dict, frame=None):
+        """The base system's state from its options, which must lie on the manifold
+        (``project`` moves it there: ``mechint run --project``)."""
+        return self.system.state_from_options(given, frame)
 
     def project(self, x0):
         """x0 (a state or a batch) moved onto T*Q: q ← q − W G(q)ᵀ c with g(q) = 0 (c by
@@ -372,30 +392,33 @@ def _check_rank(system: Constrained) -> None:
 
 def _check_momenta(system: Constrained) -> None:
     """Each declared J is pᵀ(A q + b) (linear in p, affine in q) and is conserved along
-    the field at two states of T*Q."""
+    the field at two states of T*Q (one compiled check for them all)."""
     if not system.momenta:
         return
     rng = np.random.default_rng(3)
     x1 = system.example_state()
     q, p = x1
-    x2 = system.project((q + 0.1 * rng.standard_normal(q.shape), rng.standard_normal(p.shape)))
-    for name, J in system.momenta:
-        try:
-            form = np.asarray(_momentum_form(J, jnp.asarray(q), jnp.asarray(p), jnp.asarray(x2[1])))
-        except Exception as exc:
-            raise InputError(
-                "momenta",
-                f"{name} could not be evaluated: {type(exc).__name__}: {exc}",
-                "write J(q, p) with jax.numpy, returning a scalar",
-            ) from None
-        if form.shape != (3,) or np.max(np.abs(form[:2])) > 1e-9 * max(form[2], 1e-300):
+    shift = 0.01 * max(float(np.max(np.abs(q))), 1e-300)  # a nearby state of the manifold
+    x2 = system.project((q + shift * rng.standard_normal(q.shape), rng.standard_normal(p.shape)))
+    try:
+        forms, rates, sizes = (
+            np.asarray(a)
+            for a in _momentum_checks(system, *(tuple(map(jnp.asarray, x)) for x in (x1, x2)))
+        )
+    except Exception as exc:  # any failure to trace is the user's function's fault
+        raise InputError(
+            "momenta",
+            f"could not be evaluated: {type(exc).__name__}: {exc}",
+            "write each J(q, p) with jax.numpy, returning a scalar",
+        ) from None
+    for k, (name, _) in enumerate(system.momenta):
+        if np.max(np.abs(forms[k, :2])) > 1e-9 * max(forms[k, 2], 1e-300):
             raise InputError(
                 "momenta",
                 f"{name} is not a momentum map of a linear symmetry, pᵀ(A q + b)",
                 "declare only momenta linear in p and affine in q",
             )
-        for x in (x1, x2):
-            rate, size = (float(a) for a in _momentum_rate(system, J, tuple(map(jnp.asarray, x))))
+        for rate, size in zip(rates[k], sizes[k], strict=True):
             if not abs(rate) <= _MOMENTUM_RTOL * size + 1e-300:
                 raise InputError(
                     "momenta",
@@ -405,24 +428,30 @@ def _check_momenta(system: Constrained) -> None:
                 )
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _momentum_form(J, q, p, p2):
-    """(J(q, 2p) − 2J(q, p), second difference of J along q, the size of J): the first
-    two vanish for pᵀ(A q + b)."""
+@jax.jit
+def _momentum_checks(system: Constrained, x1, x2):
+    """For each declared J: (J(q, 2p) − 2J(q, p), its second difference along q, the size
+    of J) at x1 (the first two vanish for pᵀ(A q + b)), and dJ/dt along the field with
+    the size of its terms at x1 and x2."""
+    (q, p), p2 = x1, x2[1]
     v = jnp.sin(jnp.arange(1.0, q.shape[0] + 1.0))
-    linear = J(q, 2.0 * p) - 2.0 * J(q, p)
-    affine = J(q + v, p2) - 2.0 * J(q, p2) + J(q - v, p2)
-    size = jnp.abs(J(q, p)) + jnp.abs(J(q + v, p2)) + jnp.abs(J(q, p2))
-    return jnp.stack([linear, affine, size])
-
-
-@functools.partial(jax.jit, static_argnums=1)
-def _momentum_rate(system, J, x):
-    f = system.vector_field(x)
-    grads = jax.grad(J, argnums=(0, 1))(*x)
-    rate = jnp.vdot(grads[0], f[0]) + jnp.vdot(grads[1], f[1])
-    size = jnp.vdot(jnp.abs(grads[0]), jnp.abs(f[0])) + jnp.vdot(jnp.abs(grads[1]), jnp.abs(f[1]))
-    return rate, size
+    fields = [system.vector_field(x) for x in (x1, x2)]
+    forms, rates, sizes = [], [], []
+    for _, J in system.momenta:
+        linear = J(q, 2.0 * p) - 2.0 * J(q, p)
+        affine = J(q + v, p2) - 2.0 * J(q, p2) + J(q - v, p2)
+        size = jnp.abs(J(q, p)) + jnp.abs(J(q + v, p2)) + jnp.abs(J(q, p2))
+        forms.append(jnp.stack([linear, affine, size]))
+        rate, scale = [], []
+        for x, f in zip((x1, x2), fields, strict=True):
+            gq, gp = jax.grad(J, argnums=(0, 1))(*x)
+            rate.append(jnp.vdot(gq, f[0]) + jnp.vdot(gp, f[1]))
+            scale.append(
+                jnp.vdot(jnp.abs(gq), jnp.abs(f[0])) + jnp.vdot(jnp.abs(gp), jnp.abs(f[1]))
+            )
+        rates.append(jnp.stack(rate))
+        sizes.append(jnp.stack(scale))
+    return jnp.stack(forms), jnp.stack(rates), jnp.stack(sizes)
 
 
 @jax.jit

@@ -5,7 +5,6 @@ Every error is an ``InputError`` naming the parameter."""
 
 from __future__ import annotations
 
-import importlib
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -14,7 +13,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechint._validate import real_array, real_output, rotation_tolerance, traced
+from mechint._validate import (
+    function_reference,
+    real_array,
+    real_output,
+    rotation_tolerance,
+    traced,
+)
 from mechint.errors import InputError, SpecialCaseWarning
 from mechint.systems.base import required
 from mechint.systems.rigid import haar_so
@@ -181,27 +186,7 @@ def potential_function(value) -> Callable | None:
     that module, as ``python -c "import package.module"`` would)."""
     if value is None or callable(value):
         return value
-    if not isinstance(value, str):
-        raise InputError("potential", f"must be a function, got {type(value).__name__}")
-    module, _, attr = value.partition(":")
-    names = [*module.split("."), *attr.split(".")]
-    if not attr or not all(n.isidentifier() for n in names):
-        raise InputError(
-            "potential",
-            f"{value!r} is not a reference to a function",
-            'write "package.module:function" (a module on the Python path)',
-        )
-    try:
-        obj: Any = importlib.import_module(module)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise InputError(
-            "potential", f"cannot import {value!r}: {exc}", "check the module is on PYTHONPATH"
-        ) from None
-    if not callable(obj):
-        raise InputError("potential", f"{value!r} is not a function")
-    return obj
+    return function_reference("potential", value)
 
 
 def reference(fn) -> str:

@@ -1,0 +1,70 @@
+"""The command line's constrained systems: ``--system pendulum-chain``, ``--constraints
+module:function`` around a registered separable system, ``--project``."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import mechint as mi
+from tests.cli.helpers import invoke
+
+SPHERE = ["--system", "harmonic-oscillator", "--omega", "1,2,3",
+          "--constraints", "tests.systems.constrained_cases:unit_sphere"]  # fmt: skip
+
+
+def test_a_preset_chain_and_a_user_constraint_run_and_match_the_library(tmp_path, capsys):
+    out = tmp_path / "chain.nc"
+    argv = ["run", "--system", "pendulum-chain", "--preset", "double-pendulum",
+            "--integrator", "rattle", "--h", "0.01", "--steps", "200", "--save-every", "100",
+            "--out", str(out), "--quiet"]  # fmt: skip
+    assert invoke(argv, capsys)[0] == 0
+    system, x0 = mi.systems.PendulumChain.presets["double-pendulum"]()
+    ref = mi.simulate(system, mi.integrators.Rattle(), x0, 0.01, 200, 100)
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert np.array_equal(ds["q"].values, np.asarray(ref.x[0]))
+        assert float(ds["constraints"].max()) < 1e-15
+        assert list(ds["dof"].values) == ["x1", "z1", "x2", "z2"]
+    out = tmp_path / "sphere.nc"
+    argv = ["run", *SPHERE, "--q0", "0.6,0.8,0", "--p0", "0,0,1", "--integrator", "composition",
+            "--h", "0.01", "--steps", "100", "--out", str(out), "--quiet"]  # fmt: skip
+    assert invoke(argv, capsys)[0] == 0
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        q = ds["q"].values
+        assert ds.attrs["integrator"] == "Composition"
+    assert np.max(np.abs(np.sum(q**2, axis=-1) - 1.0)) < 1e-15
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--q0", "0.6,0.8,0.1", "--p0", "0,0,1"], "x0: is off the constraint manifold"),
+        (["--q0", "0.6,0.8,0", "--p0", "0,0,1", "--integrator", "rk4"],
+         "--integrator: RK4 cannot advance Constrained; its state must stay on the constraint"),
+    ],
+)  # fmt: skip
+def test_bad_constrained_input_exits_2_with_one_line(tmp_path, capsys, extra, needle):
+    argv = ["run", *SPHERE, "--integrator", "rattle", "--h", "0.01", "--steps", "10",
+            "--out", str(tmp_path / "x.nc"), *extra]  # fmt: skip
+    if extra.count("--integrator") == 1:
+        i = argv.index("rattle")
+        del argv[i - 1 : i + 1]
+    code, _, err = invoke(argv, capsys)
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_project_moves_the_state_and_applies_only_to_constrained_systems(tmp_path, capsys):
+    argv = ["run", *SPHERE, "--q0", "0.6,0.8,0.1", "--p0", "0,0,1", "--integrator", "shake",
+            "--h", "0.01", "--steps", "10", "--out", str(tmp_path / "p.nc"), "--quiet",
+            "--project"]  # fmt: skip
+    assert invoke(argv, capsys)[0] == 0
+    code, _, err = invoke(["run", "--system", "kepler", "--q0", "1,0", "--p0", "0,1",
+                           "--integrator", "rattle", "--h", "0.1", "--steps", "1",
+                           "--out", str(tmp_path / "k.nc"), "--project"], capsys)  # fmt: skip
+    assert code == 2 and "--project: does not apply to kepler" in err
+    code, _, err = invoke(["check", "--system", "euler-top", "--inertia", "1,2,3",
+                           "--constraints", "tests.systems.constrained_cases:unit_sphere",
+                           "--integrator", "rattle", "--h", "0.1"], capsys)  # fmt: skip
+    assert code == 2 and "--system: EulerTop is not a separable canonical system" in err
+    code, _, err = invoke(["check", *SPHERE[:4], "--constraints", "nowhere:g",
+                           "--integrator", "rattle", "--h", "0.1"], capsys)  # fmt: skip
+    assert code == 2 and "--constraints: cannot import 'nowhere:g'" in err
