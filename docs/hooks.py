@@ -42,6 +42,7 @@ GALLERY = {
     "periodic_orbit": None,
     "lyapunov": None,
     "transit_inference": None,
+    "pendulum_chain": "out",
     "system_identification": "out",
     "planetary": "out",
 }

@@ -101,6 +101,13 @@ def test_kept_over_1e5_steps_and_symplectic_on_the_manifold(cluster):
     assert np.max(defects) < 1e-13, defects
 
 
+def test_symmetric_a_step_there_and_back(cluster):
+    water, x0 = cluster
+    fwd = tuple(np.asarray(a[-1]) for a in mi.simulate(water, S, x0, 0.002, 1, 1).x)
+    back = tuple(np.asarray(a[-1]) for a in mi.simulate(water, S, fwd, -0.002, 1, 1).x)
+    assert max(np.max(np.abs(a - b)) for a, b in zip(back, x0, strict=True)) < 1e-13
+
+
 def test_a_step_too_large_fails_and_a_batch_runs(cluster):
     water, x0 = cluster
     traj = mi.simulate(water, S, x0, 0.05, 20, 1, throw=False)

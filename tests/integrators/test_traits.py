@@ -54,6 +54,8 @@ def _case(integrator, reference, gentle: bool = False):
         )
     if isinstance(integrator, (mi.integrators.WisdomHolman, mi.integrators.SABA)):
         return _planets(integrator, gentle)
+    if isinstance(integrator, mi.integrators.Settle):
+        return _water(integrator)
     if integrator.traits.constrained:
         return _pendulum(integrator)
     if integrator.cannot_serve(top) is not None:
@@ -104,6 +106,19 @@ def _pendulum(integrator):
     reference the same map at 1/16 of the smallest step."""
     system = mi.systems.PendulumChain([1.0, 0.5], [1.0, 0.7], gravity=1.0, dim=3)
     x0 = mi.systems.hanging_state(system, [0.8, 1.4], [0.1, -0.3], [0.0, 1.0], [0.7, -0.4])
+
+    def exact(T):
+        n = 16 * 320
+        return _last(mi.simulate(system, integrator, x0, T / n, n, n))
+
+    return system, x0, exact
+
+
+def _water(integrator):
+    """Two rigid water molecules 5 nm apart at 3 K (slow enough for steps of 0.1 ps), the
+    reference the same map at 1/16 of the smallest step."""
+    system = mi.systems.RigidWater(2, "tip3p")
+    x0 = system.cluster(spacing=5.0, temperature=3.0, seed=0)
 
     def exact(T):
         n = 16 * 320
@@ -171,8 +186,11 @@ def test_preserved_quantities_over_1e5_steps(integrator, reference):
     # arithmetic), and the Wisdom-Holman maps' P and L (compositions of exact flows, whose
     # loop carries Jacobi coordinates: 0.01 ulp a step measured for L, WH and SABA(10,6,4),
     # 2026-12-06): round-off that adds up, bounded here by one ulp a step
+    # SETTLE, the LGVI of the molecules (tests/integrators/test_settle.py): L too (1.2e-12
+    # over these 10⁵ steps, 2026-12-06)
     adds_up = integrator.name in ("discrete-lagrangian", "exact-flow", "lie-group-variational",
-                                  "rkmk", "commutator-free", "wisdom-holman", "saba")  # fmt: skip
+                                  "rkmk", "commutator-free", "wisdom-holman", "saba",
+                                  "settle")  # fmt: skip
     tol = np.finfo(float).eps * 100_000 if adds_up else 1e-12
     for name, err in kept.items():
         assert np.max(err) < tol, (name, np.max(err))
@@ -230,7 +248,7 @@ def test_declared_structure_holds_on_every_served_system(system, integrator):
     as Gauss(2)'s on the slow free body, can need the larger step to show)."""
     x = system.example_state()
     hs = [0.1, 1.0, 4.0]
-    if isinstance(system, mi.systems.Canonical):
+    if isinstance(system, mi.systems.Canonical | mi.systems.Constrained):  # on T*Q
         defects, _ = mi.diagnostics.symplectic_defects(system, integrator, x, hs)
     else:
         defects, _ = mi.diagnostics.poisson_defects(system, integrator, x, hs)

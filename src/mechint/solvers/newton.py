@@ -184,7 +184,14 @@ def _implicit_jvp(G, chart, jacobian, tangent_space, primals, tangents):
     else:
         J = jacobian(z, args)
     g_dot = jax.jvp(lambda a: G(z, a), (args,), (tangents[1],))[1]
-    d_dot = solve(J, -g_dot)
+    # reverse mode transposes this solve as a solve with Jᵀ (``custom_linear_solve``),
+    # not by transposing the elimination's row exchanges: XLA's CPU compiler (jaxlib
+    # 0.10.2) miscompiles that transposed exchange vmapped over ≥ 33 states (the
+    # structured derivative of a run's chunk, ``integrate._chunk_jvp``), which gave
+    # RATTLE's parameter gradients 24-45 % wrong (tests/systems/test_constrained.py)
+    d_dot = jax.lax.custom_linear_solve(
+        lambda v: J @ v, -g_dot, lambda _, b: solve(J, b), lambda _, b: solve(J.T, b)
+    )
     z_dot = jax.jvp(lambda d: chart(z, d), (zero,), (d_dot,))[1]
     return z, z_dot
 

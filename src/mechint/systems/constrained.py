@@ -51,7 +51,7 @@ _ON_MANIFOLD_RTOL = 1e-10
 _MOMENTUM_RTOL = 1e-10
 
 
-@register_pytree(data=("system", "params"), meta=("g", "m", "momenta", "dof"))
+@register_pytree(data=("system", "params"), meta=("g", "m", "momenta", "dof", "state_options"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class Constrained(PoissonSystem):
     """``system`` (a ``Separable`` canonical system with T quadratic) under the holonomic
@@ -102,6 +102,9 @@ class Constrained(PoissonSystem):
         object.__setattr__(self, "dof", int(system.dof))
         object.__setattr__(self, "m", _constraint_count(constraints, system.dof, params))
         object.__setattr__(self, "momenta", _momenta(momenta))
+        # the CLI's state options: a subclass's own table, else the base system's
+        own = vars(type(self)).get("state_options", system.state_options)
+        object.__setattr__(self, "state_options", own)
         if not traced((system, params)):
             _check_kinetic(self)
             _check_rank(self)
@@ -272,11 +275,6 @@ class Constrained(PoissonSystem):
                 f"project it onto the manifold first: system.project({name}) (the CLI: --project)",
             )
         return (q, p), batched
-
-    @property
-    def state_options(self) -> tuple:  # type: ignore[override]
-        """The base system's (its state is the base's, on the manifold)."""
-        return self.system.state_options
 
     def state_from_options(self, given: dict, frame=None):
         """The base system's state from its options, which must lie on the manifold
