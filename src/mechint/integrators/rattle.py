@@ -54,6 +54,7 @@ from mechint.maps import (
 from mechint.solvers import Newton
 from mechint.solvers.linear import solve
 from mechint.systems.constrained import Constrained
+from mechint.systems.water import RigidWater
 
 # the new state's constraints, relative to the size of their terms (``residual_scales``):
 # a converged step leaves a few ulps (1e-16 in float64, 1e-7 in float32)
@@ -111,6 +112,14 @@ def _on_manifold(system: Constrained, x, p_hat=None) -> StepStatus:
     return status(ok, jnp.where(jnp.isfinite(worst), worst, jnp.inf), Reason.SINGULAR)
 
 
+def free_body_energy(system) -> tuple[str, ...]:
+    """("H",) where RATTLE keeps the energy too: on one rigid water molecule, a free
+    rigid body, it is the Moser–Veselov map of the attitude (McLachlan & Scovel 1995),
+    which keeps H (10⁵ steps of 0.1 ps at 30 K: 3.4e-12, round-off that adds up).
+    SETTLE, the same map, says so too; SHAKE, whose momenta are not RATTLE's, does not."""
+    return ("H",) if isinstance(system, RigidWater) and system.molecules == 1 else ()
+
+
 class _ConstrainedMap(ImplicitIntegrator):
     solver: Newton
 
@@ -118,7 +127,10 @@ class _ConstrainedMap(ImplicitIntegrator):
         return serves_only(system, (Constrained,))
 
     def preserved(self, system, x, h) -> dict:
-        return kept(system, ("constraints", *self._rates, *system.momentum_maps), x)
+        names = ("constraints", *self._rates, *system.momentum_maps)
+        if self._rates:  # RATTLE
+            names += free_body_energy(system)
+        return kept(system, names, x)
 
     _rates: ClassVar[tuple[str, ...]] = ()
 

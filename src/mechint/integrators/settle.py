@@ -32,7 +32,7 @@ from typing import ClassVar, final
 import jax
 import jax.numpy as jnp
 
-from mechint.integrators.rattle import _on_manifold
+from mechint.integrators.rattle import _on_manifold, free_body_energy
 from mechint.maps import Integrator, StepStatus, Traits, combine, kept, ok_status, serves_only
 from mechint.solvers.linear import solve
 from mechint.systems.water import RigidWater
@@ -155,4 +155,5 @@ class Settle(Integrator):
         return x1, combine([ok_status(x1), _on_manifold(system, x1, p_hat)])
 
     def preserved(self, system, x, h) -> dict:
-        return kept(system, ("constraints", "constraint_rates", *system.momentum_maps), x)
+        names = ("constraints", "constraint_rates", *system.momentum_maps)
+        return kept(system, names + free_body_energy(system), x)
