@@ -150,7 +150,7 @@ def _as_rigid_bodies(water, x):
             (centres[:, None, :] + jnp.einsum("bij,bsj->bsi", R, site_table)).reshape(-1), params
         )
 
-    bodies = mi.systems.RigidBodies(inertia, mass=M, potential=V, translation_invariant=True)
+    bodies = mi.systems.RigidBodies(inertia, mass=M, potential=V)
     state = (X, p.sum(axis=1), np.broadcast_to(np.eye(3), (len(M), 3, 3)).copy(), L)
     return bodies, state, sites
 

@@ -102,10 +102,19 @@ def _on_manifold(system: Constrained, x, p_hat=None) -> StepStatus:
     p ≈ 0 and rates of ~1e-18)."""
     g, g_dot = system.residuals(x)
     sg, sv = system.residual_scales(x)
+    if p_hat is None:
+        return manifold_status(g, sg)
+    sv = jnp.maximum(sv, system.residual_scales((x[0], p_hat))[1])
+    return manifold_status(g, sg, g_dot, sv)
+
+
+def manifold_status(g, sg, g_dot=None, sv=None) -> StepStatus:
+    """The status of residuals ``g`` (and rates ``g_dot``) against their scales: fails
+    (``SINGULAR``) beyond max(1e-10, 1000 ulps); the residual is the largest relative
+    value."""
     tiny = jnp.finfo(g.dtype).tiny
     worst = jnp.max(jnp.abs(g) / jnp.maximum(sg, tiny))
-    if p_hat is not None:
-        sv = jnp.maximum(sv, system.residual_scales((x[0], p_hat))[1])
+    if g_dot is not None:
         worst = jnp.maximum(worst, jnp.max(jnp.abs(g_dot) / jnp.maximum(sv, tiny)))
     tol = max(_MANIFOLD_RTOL, _MANIFOLD_ULPS * float(jnp.finfo(g.dtype).eps))
     ok = worst <= tol  # False for NaN

@@ -32,7 +32,7 @@ from typing import ClassVar, final
 import jax
 import jax.numpy as jnp
 
-from mechint.integrators.rattle import _on_manifold, free_body_energy
+from mechint.integrators.rattle import free_body_energy, manifold_status
 from mechint.maps import Integrator, StepStatus, Traits, combine, kept, ok_status, serves_only
 from mechint.solvers.linear import solve
 from mechint.systems.water import RigidWater
@@ -112,6 +112,21 @@ def settle_impulse(x0, displacement, masses):
     return (G.T @ c).reshape(3, 3)
 
 
+def _molecule_residuals(x, p, p_hat, masses, r_oh, r_hh):
+    """One molecule's bond residuals, their scales, rates and the rates' scales (those of
+    ``Constrained.residual_scales``, ``p_hat`` counted as in ``rattle._on_manifold``),
+    from its own 3 × 9 Jacobian rather than the cluster's."""
+    G = _bond_jacobian(x)
+    W = _inverse_masses(masses)
+    flat = x.reshape(-1)
+    d = [x[i] - x[j] for i, j in ((0, 1), (0, 2), (1, 2))]
+    lengths = jnp.stack([r_oh, r_oh, r_hh])
+    g = jnp.stack([jnp.sum(v * v) for v in d]) - lengths * lengths
+    A = jnp.abs(G)
+    v, v_hat = W * p.reshape(-1), W * p_hat.reshape(-1)
+    return g, A @ jnp.abs(flat), G @ v, jnp.maximum(A @ jnp.abs(v), A @ jnp.abs(v_hat))
+
+
 def settle_momenta(x, p, masses):
     """One molecule's momenta (3, 3) with the rates of its three bonds removed: p − Gᵀν,
     (G M⁻¹Gᵀ)ν = G M⁻¹p at positions x (3, 3)."""
@@ -152,7 +167,11 @@ class Settle(Integrator):
             q1.reshape(-1, 3, 3), p_hat.reshape(-1, 3, 3), (m_o, m_h)
         ).reshape(-1)
         x1 = (q1, p1)
-        return x1, combine([ok_status(x1), _on_manifold(system, x1, p_hat)])
+        checked = jax.vmap(_molecule_residuals, in_axes=(0, 0, 0, None, None, None))(
+            q1.reshape(-1, 3, 3), p1.reshape(-1, 3, 3), p_hat.reshape(-1, 3, 3), (m_o, m_h),
+            geometry["r_oh"], geometry["r_hh"],
+        )  # fmt: skip
+        return x1, combine([ok_status(x1), manifold_status(*checked)])
 
     def preserved(self, system, x, h) -> dict:
         names = ("constraints", "constraint_rates", *system.momentum_maps)

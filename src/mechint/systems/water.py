@@ -22,6 +22,7 @@ momentum maps (``Px`` … ``Lz``): RATTLE and SETTLE keep them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import ClassVar, NamedTuple, final
 
 import jax.numpy as jnp
@@ -74,22 +75,32 @@ def _kinetic(p, params):
     return 0.5 * jnp.sum(p.reshape(-1, 3) ** 2 / params["masses"][:, None])
 
 
+@functools.lru_cache(maxsize=64)
+def _pairs(sites: int) -> tuple[np.ndarray, ...]:
+    """For the site pairs i < j in different molecules: the one-hot rows of i and of j
+    (pairs × sites), and the differences of those of the oxygen pairs.  Pair vectors are
+    then products (x_i − x_j = (E_i − E_j) x), whose derivatives are products too: a
+    batch of clusters vectorises them, where gathers' derivatives (scatters) do not."""
+    i, j = np.triu_indices(sites, 1)
+    other = i // 3 != j // 3
+    i, j = i[other], j[other]
+    oxygen = (i % 3 == 0) & (j % 3 == 0)
+    E = np.eye(sites)
+    return E[i], E[j], E[i[oxygen]] - E[j[oxygen]]
+
+
 def _potential(q, params):
     """Coulomb between the sites of different molecules, Lennard-Jones between their
-    oxygens (no cutoff)."""
+    oxygens (no cutoff), over the list of pairs."""
     x = q.reshape(-1, 3)
-    n = x.shape[0]
-    molecule = np.arange(n) // 3
-    pair = np.triu(molecule[:, None] != molecule[None, :], 1)  # i < j, other molecules
-    d = x[:, None, :] - x[None, :, :]
-    r2 = jnp.where(pair, jnp.sum(d * d, axis=-1), 1.0)  # no 0 under the root's derivative
-    r = jnp.sqrt(r2)
+    Ei, Ej, Do = _pairs(x.shape[0])
+    d = (Ei - Ej) @ x
     charges = params["charges"]
-    coulomb = jnp.sum(jnp.where(pair, COULOMB * charges[:, None] * charges[None, :] / r, 0.0))
-    oxygen = pair & (np.arange(n) % 3 == 0)[:, None] & (np.arange(n) % 3 == 0)[None, :]
-    s6 = (params["sigma"] ** 2 / r2) ** 3
-    lj = jnp.sum(jnp.where(oxygen, 4.0 * params["epsilon"] * (s6 * s6 - s6), 0.0))
-    return coulomb + lj
+    products = (Ei @ charges) * (Ej @ charges)
+    coulomb = COULOMB * jnp.sum(products / jnp.sqrt(jnp.sum(d * d, axis=-1)))
+    do = Do @ x
+    s6 = (params["sigma"] ** 2 / jnp.sum(do * do, axis=-1)) ** 3
+    return coulomb + jnp.sum(4.0 * params["epsilon"] * (s6 * s6 - s6))
 
 
 def _bonds(q, params):
