@@ -170,3 +170,10 @@ def test_settle_and_the_rigid_bodies_lgvi_are_one_map():
         X, _, Rb, _ = (np.asarray(a[-1]) for a in mi.simulate(bodies, lgvi, b0, 0.05 / n, n, n).x)
         placed = X[:, None, :] + np.einsum("bij,bsj->bsi", Rb, sites)
         assert np.max(np.abs(q - placed)) < 1e-14, (n, np.max(np.abs(q - placed)))
+
+
+def test_float32_runs_stay_float32(cluster):
+    water, x0 = cluster
+    for integrator in (S, R):
+        run = mi.simulate(water, integrator, x0, 0.001, 20, 10, dtype="float32")
+        assert run.x[0].dtype == np.float32 and np.all(np.isfinite(np.asarray(run.x[0])))

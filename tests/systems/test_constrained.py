@@ -179,3 +179,32 @@ def test_reverse_mode_through_runs_equals_a_plain_scan_for_every_parameter():
     theta = jnp.array([1.0, 2.0, 1.0, 0.5, 9.81, 0.01])
     a, b = np.asarray(jax.grad(by_integrate)(theta)), np.asarray(jax.grad(by_scan)(theta))
     np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_review_cases_a_state_at_rest_float32_and_bad_sizes():
+    """RATTLE's step from a chain hanging still (rates that are rounding of p ≈ 0)
+    continues; a float32 run stays float32 on the manifold; a squared constraint, a
+    gravity of two numbers and oversized systems are refused naming the parameter."""
+    R = mi.integrators.Rattle()
+    chain = mi.systems.PendulumChain([1.0, 2.0], [1.0, 0.5], 9.81, dim=2)
+    rest = mi.systems.hanging_state(chain, [0.0, 0.0])
+    one = mi.simulate(chain, R, rest, 0.01, 1, 1)
+    again = mi.simulate(chain, R, tuple(np.asarray(a[-1]) for a in one.x), 0.01, 10, 10)
+    assert int(np.sum(again.failed)) == 0
+    system, x0 = double_pendulum()
+    run = mi.simulate(system, R, x0, 0.01, 20, 10, dtype="float32")
+    assert run.x[0].dtype == np.float32 and np.all(np.isfinite(np.asarray(run.x[0])))
+    mi.simulate(system, R, tuple(np.asarray(a[-1]) for a in run.x), 0.01, 1, 1, dtype="float32")
+    _raises(
+        "constraints: G = dg/dq has rank 0 < m = 1 on the manifold",
+        _free(),
+        lambda q: _sphere(q) ** 2,
+    )
+    with pytest.raises(InputError, match="gravity: must be one finite number"):
+        mi.systems.PendulumChain([1.0], gravity=[1.0, 2.0])
+    with pytest.raises(InputError, match="masses: at most 1000 rods"):
+        mi.systems.PendulumChain(np.ones(1001))
+    with pytest.raises(InputError, match="molecules: at most 64"):
+        mi.systems.RigidWater(65)
+    with pytest.raises(InputError, match="x0: is off the constraint manifold"):
+        mi.diagnostics.symplectic_defects(system, R, (x0[0], x0[1] + 1.0), [0.1])

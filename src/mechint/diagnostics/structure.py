@@ -94,6 +94,8 @@ def symplectic_defects(
             "system",
             f"{type(system).__name__} is not canonical; measure poisson_defect instead",
         )
+    if isinstance(system, Constrained):  # the tangent space is that of T*Q at x
+        system.validate_state(x)
     z, _, D, st = jacobians(system, integrator, x, hs)
     values = np.asarray(compiled(_symplectic_residual, system, z, D))
     return np.where(np.asarray(st.ok), values, np.nan), st

@@ -41,12 +41,22 @@ from jaxtyping import Array, Float
 from mechint._pytree import register_pytree
 from mechint._validate import function_reference, traced
 from mechint.errors import InputError
+from mechint.solvers.linear import solve
 from mechint.systems.base import PoissonSystem, state_pair, validate_vector_state
 from mechint.systems.canonical import Canonical, Separable, _parameters
 
 # a state is on T*Q when its residuals are at most this relative to their scales
-# (``residual_scales``): hand-typed states (cos 0.3, sin 0.3) are, to round-off
-_ON_MANIFOLD_RTOL = 1e-10
+# (``residual_scales``), or 1000 ulps of its precision where that is more: hand-typed
+# states (cos 0.3, sin 0.3) are, to round-off; the maps' steps judge theirs alike
+MANIFOLD_RTOL = 1e-10
+MANIFOLD_ULPS = 1000.0
+
+
+def manifold_tolerance(dtype) -> float:
+    """The relative size of a residual that still counts as on the manifold."""
+    return max(MANIFOLD_RTOL, MANIFOLD_ULPS * float(np.finfo(dtype).eps))
+
+
 # the declared momentum maps: dJ/dt along the field, relative to |∇J| |f|
 _MOMENTUM_RTOL = 1e-10
 
@@ -87,7 +97,8 @@ class Constrained(PoissonSystem):
             raise InputError(
                 "system",
                 f"{what} {why}; RATTLE and SHAKE need H = ½ pᵀM⁻¹p + V(q)",
-                "give a Separable system: SeparableHamiltonian(T, V, dof), Pendulum(), ...",
+                "give a Separable system: SeparableHamiltonian(T, V, dof), "
+                "HarmonicOscillator(omega), ...",
             )
         if isinstance(constraints, str):  # "package.module:function" (the CLI's)
             constraints = function_reference("constraints", constraints)
@@ -108,6 +119,7 @@ class Constrained(PoissonSystem):
         if not traced((system, params)):
             _check_kinetic(self)
             _check_rank(self)
+            _check_manifold(self)
             _check_momenta(self)
 
     def __repr__(self) -> str:
@@ -208,11 +220,17 @@ class Constrained(PoissonSystem):
         return out
 
     def residual_scales(self, x):
-        """The size of the terms of each g_i and of its rate (shaped like ``residuals``)."""
+        """The size of the terms of each g_i and of its rate (shaped like ``residuals``):
+        Σ_j |G_ij| |q_j|, and Σ_j |G_ij| (|v_j| + √(|a_j| |q_j|)) with v = ∇T(p) and
+        a = M⁻¹∇V(q): the speed the forces give over the system's own size floors the
+        rates' scale where the state is at rest (a chain hanging still has p ≈ 0, and
+        rates that are rounding of it)."""
 
         def one(q, p):
             A = jnp.abs(self.constraint_jacobian(q))
-            return A @ jnp.abs(q), A @ jnp.abs(self.system.kinetic_gradient(p))
+            a = jax.jvp(self.system.kinetic_gradient, (p,), (self.system.potential_gradient(q),))[1]
+            v = jnp.abs(self.system.kinetic_gradient(p)) + jnp.sqrt(jnp.abs(a) * jnp.abs(q))
+            return A @ jnp.abs(q), A @ v
 
         q, p = x
         return jnp.vectorize(one, signature="(d),(d)->(m),(m)")(q, p)
@@ -253,10 +271,12 @@ class Constrained(PoissonSystem):
         (q, p), batched = state_pair(name, x, ("q", vector), ("p", vector))
         if traced((self, q, p)):  # the numbers are unknown inside a transform
             return (q, p), batched
+        given = np.result_type(np.asarray(x[0]), np.asarray(x[1]))
+        tol = manifold_tolerance(given if np.issubdtype(given, np.floating) else np.float64)
         g, g_dot = (np.asarray(a) for a in _residuals(self, (q, p)))
         sg, sv = (np.asarray(a) for a in _scales(self, (q, p)))
-        bad_g = np.abs(g) > _ON_MANIFOLD_RTOL * np.maximum(sg, 1e-300)
-        bad_v = np.abs(g_dot) > _ON_MANIFOLD_RTOL * np.maximum(sv, 1e-300)
+        bad_g = np.abs(g) > tol * np.maximum(sg, 1e-300)
+        bad_v = np.abs(g_dot) > tol * np.maximum(sv, 1e-300)
         if not np.all(np.isfinite(g)) or not np.all(np.isfinite(g_dot)):
             raise InputError(
                 "constraints",
@@ -282,11 +302,12 @@ class Constrained(PoissonSystem):
         return self.system.state_from_options(given, frame)
 
     def project(self, x0):
-        """x0 (a state or a batch) moved onto T*Q: q ← q − W G(q)ᵀ c with g(q) = 0 (c by
-        Newton: the nearest point along the constraint forces, in the metric of M),
-        then p ← p − G(q)ᵀ ν with G(q)∇T(p) = 0 (ν solved exactly: T is quadratic, so
-        this is the M⁻¹-orthogonal projection of p).  ``InputError`` naming ``x0``
-        where Newton does not converge (a q too far from the manifold)."""
+        """x0 (a state or a batch) moved onto T*Q: q by the minimal-norm Newton iteration
+        q ← q − W Gᵀ(G W Gᵀ)⁻¹ g(q), G at each iterate (along the constraint forces: the
+        nearest point in the metric of M to first order), then p ← p − G(q)ᵀ ν with
+        G(q)∇T(p) = 0 (``momentum_projection``).  ``InputError`` naming ``x0`` where
+        the iteration does not converge (a q too far from the manifold, or G of lower
+        rank there)."""
         vector = lambda label, v: validate_vector_state(label, v, self.dof)  # noqa: E731
         (q, p), batched = state_pair("x0", x0, ("q", vector), ("p", vector))
         qb, pb = (q, p) if batched else (q[None], p[None])
@@ -302,6 +323,19 @@ class Constrained(PoissonSystem):
             )
         qn, pn = np.asarray(qn), np.asarray(pn)
         return (qn, pn) if batched else (qn[0], pn[0])
+
+    def momentum_projection(self, q, p):
+        """p − G(q)ᵀν with G(q)∇T(p − G(q)ᵀν) = 0, one sample: linear in ν (T is
+        quadratic), the M⁻¹-orthogonal projection of p onto the hidden constraints."""
+        G = self.constraint_jacobian(q)
+        GW = self.inverse_mass(p, G)
+        return p - G.T @ solve(GW @ G.T, G @ self.system.kinetic_gradient(p))
+
+    @property
+    def keeps_energy(self) -> bool:
+        """Whether RATTLE keeps H exactly on this system (False; ``RigidWater`` of one
+        molecule, a free rigid body, says True)."""
+        return False
 
     def example_state(self):
         return self.project(self.system.example_state())
@@ -388,6 +422,34 @@ def _check_rank(system: Constrained) -> None:
         )
 
 
+def _check_manifold(system: Constrained) -> None:
+    """The example state reaches the manifold, and G has rank m there too (a constraint
+    squared, (|q|² − 1)², has a G that vanishes on its manifold)."""
+    try:
+        q, _ = system.example_state()
+    except InputError as exc:
+        raise InputError(
+            "constraints",
+            f"a generic state could not be moved onto g(q) = 0 ({exc.problem})",
+            "check that G = dg/dq has full rank on the manifold (a squared constraint has not)",
+        ) from None
+    G = np.asarray(jax.jit(system.constraint_jacobian)(jnp.asarray(q)))
+    generic = np.asarray(
+        jax.jit(system.constraint_jacobian)(
+            jnp.asarray(system.system.example_state()[0], dtype=jnp.float64)
+        )
+    )
+    # the rank against the size G has at a generic q (a relative rank would count
+    # a G shrunk to rounding, 4(|q|² − 1)q on the sphere, as full)
+    rank = int(np.linalg.matrix_rank(G, tol=1e-8 * np.linalg.norm(generic, 2)))
+    if rank < system.m:
+        raise InputError(
+            "constraints",
+            f"G = dg/dq has rank {rank} < m = {system.m} on the manifold g(q) = 0",
+            "write each constraint so that its gradient does not vanish where it holds",
+        )
+
+
 def _check_momenta(system: Constrained) -> None:
     """Each declared J is pᵀ(A q + b) (linear in p, affine in q) and is conserved along
     the field at two states of T*Q (one compiled check for them all)."""
@@ -468,13 +530,15 @@ def _project(system: Constrained, x):
     minimal-norm Newton iteration q ← q − W Gᵀ (G W Gᵀ)⁻¹ g(q) (G at each iterate, in the
     metric of M), then p projected exactly."""
 
+    eps = float(jnp.finfo(x[0].dtype).eps)
+
     def one(q0, p0):
         def body(state):
             q, i, _ = state
             G = system.constraint_jacobian(q)
             GW = system.inverse_mass(p0, G)
             dq = GW.T @ jnp.linalg.solve(GW @ G.T, system.constraints(q))
-            done = jnp.max(jnp.abs(dq)) <= 1e-15 * jnp.max(jnp.abs(q))
+            done = jnp.max(jnp.abs(dq)) <= 8.0 * eps * jnp.max(jnp.abs(q))
             return q - dq, i + 1, done | ~jnp.all(jnp.isfinite(dq))
 
         q, _, _ = jax.lax.while_loop(
@@ -482,11 +546,8 @@ def _project(system: Constrained, x):
         )
         g = system.constraints(q)
         sg = jnp.abs(system.constraint_jacobian(q)) @ jnp.abs(q)
-        ok = jnp.all(jnp.abs(g) <= 1e-14 * jnp.maximum(sg, 1e-300))
-        G = system.constraint_jacobian(q)
-        GW = system.inverse_mass(p0, G)
-        nu = jnp.linalg.solve(GW @ G.T, G @ system.system.kinetic_gradient(p0))
-        return q, p0 - G.T @ nu, ok, jnp.max(jnp.abs(g))
+        ok = jnp.all(jnp.abs(g) <= 64.0 * eps * jnp.maximum(sg, jnp.finfo(q.dtype).tiny))
+        return q, system.momentum_projection(q, p0), ok, jnp.max(jnp.abs(g))
 
     q, p, ok, res = jax.vmap(one)(*x)
     return (q, p), ok, res

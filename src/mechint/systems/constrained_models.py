@@ -66,6 +66,20 @@ def _vector(name: str, value):
     return np.atleast_1d(real_array(name, value))
 
 
+# the constraints' Jacobian is a dense (rods × 3·rods) matrix
+MOST_RODS = 1000
+
+
+def _gravity(value):
+    """One finite number >= 0 (or a traced one)."""
+    if traced(value):
+        return value
+    arr = real_array("gravity", value)
+    if arr.size != 1 or not (np.isfinite(arr.reshape(-1)[0]) and arr.reshape(-1)[0] >= 0):
+        raise InputError("gravity", f"must be one finite number >= 0, got {value!r}")
+    return np.float64(arr.reshape(-1)[0])
+
+
 def _dim(values) -> dict:
     dim = np.asarray(values).reshape(-1)
     if dim.shape != (1,) or dim[0] not in (2, 3):
@@ -86,11 +100,7 @@ class PendulumChain(Constrained):
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
         Parameter("masses", "the bobs' masses m_i > 0, one per rod (default 1)"),
         Parameter("lengths", "the rods' lengths l_i > 0 (default 1 each)"),
-        Parameter(
-            "gravity",
-            "gravity along -z (the last coordinate), >= 0 (default 1)",
-            lambda v: {"gravity": float(np.asarray(v).reshape(-1)[0])},
-        ),
+        Parameter("gravity", "gravity along -z (the last coordinate), >= 0 (default 1)"),
         Parameter("dim", "2 (the plane) or 3 (space, default)", _dim),
     )
     state_options: ClassVar[tuple[StateOption, ...]] = (
@@ -104,10 +114,12 @@ class PendulumChain(Constrained):
         dim = _dim(dim)["dim"]
         m = positive_vector("masses", _vector("masses", masses), None)
         n = int(m.shape[0])
+        if n > MOST_RODS:
+            raise InputError("masses", f"at most {MOST_RODS} rods, got {n}",
+                             "the constraints' Jacobian is dense: run a shorter chain")  # fmt: skip
         lengths = np.ones(n) if lengths is None else _vector("lengths", lengths)
         lengths = positive_vector("lengths", lengths, n)
-        if not traced(gravity) and not float(gravity) >= 0.0:
-            raise InputError("gravity", f"must be >= 0, got {gravity!r}")
+        gravity = _gravity(gravity)
         base = SeparableHamiltonian(
             _kinetic, _potential, dof=n * dim, params={"masses": m, "gravity": gravity}
         )

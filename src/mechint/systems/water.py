@@ -36,6 +36,9 @@ from mechint.systems.canonical import SeparableHamiltonian
 from mechint.systems.constrained import Constrained
 
 COULOMB = 138.935457644  # kJ mol⁻¹ nm e⁻²
+# clusters in vacuum sum every pair of sites (no cutoff, no neighbour list): the pair
+# tables grow as N³ (64 molecules: 3.5 million entries)
+MOST_MOLECULES = 64
 
 
 class WaterModel(NamedTuple):
@@ -71,6 +74,14 @@ WATER_MODELS = {
 }
 
 
+def _one(name: str, values):
+    """The one number of an option (``InputError`` for none or several)."""
+    arr = np.asarray(values, dtype=float).reshape(-1)
+    if arr.size != 1:
+        raise InputError(name, f"expected one number, got {arr.size}")
+    return float(arr[0])
+
+
 def _kinetic(p, params):
     return 0.5 * jnp.sum(p.reshape(-1, 3) ** 2 / params["masses"][:, None])
 
@@ -93,7 +104,7 @@ def _potential(q, params):
     """Coulomb between the sites of different molecules, Lennard-Jones between their
     oxygens (no cutoff), over the list of pairs."""
     x = q.reshape(-1, 3)
-    Ei, Ej, Do = _pairs(x.shape[0])
+    Ei, Ej, Do = (jnp.asarray(a, x.dtype) for a in _pairs(x.shape[0]))
     d = (Ei - Ej) @ x
     charges = params["charges"]
     products = (Ei @ charges) * (Ej @ charges)
@@ -150,7 +161,7 @@ class RigidWater(Constrained):
         Parameter(
             "molecules",
             "rigid-water: the number of molecules N",
-            lambda v: {"molecules": int(np.asarray(v).reshape(-1)[0])},
+            lambda v: {"molecules": _one("molecules", v)},
             required=True,
             example="8",
         ),
@@ -168,6 +179,9 @@ class RigidWater(Constrained):
 
     def __init__(self, molecules: int = 8, model: str = "tip3p"):
         n = count("molecules", molecules)
+        if n > MOST_MOLECULES:
+            raise InputError("molecules", f"at most {MOST_MOLECULES}, got {n}",
+                             "every pair of sites is summed (no cutoff): run fewer")  # fmt: skip
         water = lookup("model", WATER_MODELS, model)
         masses = np.tile([water.mass_o, water.mass_h, water.mass_h], n)
         charges = np.tile([water.charge_o, water.charge_h, water.charge_h], n)
@@ -185,6 +199,12 @@ class RigidWater(Constrained):
     @property
     def molecules(self) -> int:
         return self.dof // 9
+
+    @property
+    def keeps_energy(self) -> bool:
+        """One molecule is a free rigid body: RATTLE and SETTLE keep its H (the
+        Moser–Veselov map; 3.4e-12 over 10⁵ steps of 0.1 ps at 30 K)."""
+        return self.molecules == 1
 
     @property
     def water(self) -> WaterModel:
