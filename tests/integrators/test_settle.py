@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import mechint as mi
+from mechint.errors import InputError
 from mechint.integrators.settle import settle_positions
 
 S, R = mi.integrators.Settle(), mi.integrators.Rattle()
@@ -120,11 +121,11 @@ def test_a_step_too_large_fails_and_a_batch_runs(cluster):
 
 
 def test_bad_input():
-    with pytest.raises(mi.errors.InputError, match="model"):
+    with pytest.raises(InputError, match="model"):
         mi.systems.RigidWater(2, "tip4p")
-    with pytest.raises(mi.errors.InputError, match="molecules"):
+    with pytest.raises(InputError, match="molecules"):
         mi.systems.RigidWater(0)
-    with pytest.raises(mi.errors.InputError, match="spacing"):
+    with pytest.raises(InputError, match="spacing"):
         mi.systems.RigidWater(2).cluster(spacing=-1.0)
 
 

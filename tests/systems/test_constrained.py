@@ -1,6 +1,8 @@
 """``systems.Constrained``: the manifold, the projection, the multipliers, the declared
 momentum maps, and every bad input refused before any compile."""
 
+from typing import cast
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -174,7 +176,7 @@ def test_reverse_mode_through_runs_equals_a_plain_scan_for_every_parameter():
     def by_scan(theta):
         system, x0 = build(theta)
         step = lambda x, _: (R.step(system, x, theta[5])[0], None)  # noqa: E731
-        return jax.lax.scan(step, x0, None, 200)[0][0][3]
+        return cast(tuple, jax.lax.scan(step, x0, None, 200)[0])[0][3]
 
     theta = jnp.array([1.0, 2.0, 1.0, 0.5, 9.81, 0.01])
     a, b = np.asarray(jax.grad(by_integrate)(theta)), np.asarray(jax.grad(by_scan)(theta))
@@ -201,7 +203,7 @@ def test_review_cases_a_state_at_rest_float32_and_bad_sizes():
         lambda q: _sphere(q) ** 2,
     )
     with pytest.raises(InputError, match="gravity: must be one finite number"):
-        mi.systems.PendulumChain([1.0], gravity=[1.0, 2.0])
+        mi.systems.PendulumChain([1.0], gravity=np.array([1.0, 2.0]))
     with pytest.raises(InputError, match="masses: at most 1000 rods"):
         mi.systems.PendulumChain(np.ones(1001))
     with pytest.raises(InputError, match="molecules: at most 64"):

@@ -26,6 +26,7 @@ from typing import ClassVar, final
 
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from mechint._pytree import register_pytree
 from mechint._validate import positive_vector, real_array, traced
@@ -110,7 +111,7 @@ class PendulumChain(Constrained):
         StateOption("azimuth_rates", "pendulum-chain, dim 3: their rates (default 0)"),
     )
 
-    def __init__(self, masses=(1.0,), lengths=None, gravity=1.0, dim: int = 3):
+    def __init__(self, masses=(1.0,), lengths=None, gravity: ArrayLike = 1.0, dim: int = 3):
         dim = _dim(dim)["dim"]
         m = positive_vector("masses", _vector("masses", masses), None)
         n = int(m.shape[0])
