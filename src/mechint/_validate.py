@@ -324,3 +324,19 @@ def function_reference(parameter: str, value) -> Any:
     if not callable(obj):
         raise InputError(parameter, f"{value!r} is not a function")
     return obj
+
+
+def output_shape(parameter: str, fn, probe: list, params, where: str, fix: str):
+    """``jax.eval_shape`` of a user's function on ``probe`` (``ShapeDtypeStruct``s), with
+    ``params`` (a pytree of arrays, or None) appended as one more argument: its output's
+    shape and dtype, or ``InputError`` naming ``parameter`` ("could not be evaluated
+    {where}") where it cannot be traced."""
+    if params is not None:
+        probe = [*probe, jax.tree.map(
+            lambda a: jax.ShapeDtypeStruct(jnp.shape(a), jnp.result_type(a)), params)]  # fmt: skip
+    try:
+        return jax.eval_shape(fn, *probe)
+    except Exception as exc:  # any failure to trace is the user's function's fault
+        raise InputError(
+            parameter, f"could not be evaluated {where}: {type(exc).__name__}: {exc}", fix
+        ) from None

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechint._pytree import register_pytree
-from mechint._validate import real_array, real_output, rotations, traced
+from mechint._validate import output_shape, real_array, real_output, rotations, traced
 from mechint.errors import InputError
 from mechint.lie import so3
 from mechint.systems.base import System, kahan_clock
@@ -51,17 +51,9 @@ class AttitudeKinematics(System):
         if not callable(omega):
             raise InputError("omega", f"must be a function, got {type(omega).__name__}")
         params = _parameters(params)
-        probe = [jax.ShapeDtypeStruct((), jnp.float64)]
-        if params is not None:
-            probe.append(params)
-        try:
-            out = jax.eval_shape(omega, *probe)
-        except Exception as exc:  # any failure to trace is the user's function's fault
-            raise InputError(
-                "omega",
-                f"could not be evaluated at a time: {type(exc).__name__}: {exc}",
-                "write it with jax.numpy: omega(t) -> shape (3,)",
-            ) from None
+        moment = [jax.ShapeDtypeStruct((), jnp.float64)]
+        fix = "write it with jax.numpy: omega(t) -> shape (3,)"
+        out = output_shape("omega", omega, moment, params, "at a time", fix)
         real_output("omega", out)
         if getattr(out, "shape", None) != (3,):
             raise InputError("omega", f"must return shape (3,), got "

@@ -38,7 +38,7 @@ from jaxtyping import Array, Float
 
 from mechint import maps
 from mechint._pytree import register_pytree
-from mechint._validate import count, real_array, real_output, traced
+from mechint._validate import count, output_shape, real_array, real_output, traced
 from mechint.errors import InputError
 from mechint.systems.base import (
     NaturalSplit,
@@ -64,20 +64,15 @@ def _scalar_function(name: str, fn, nargs: int, dof: int, params=None, time: boo
     probe = [jax.ShapeDtypeStruct((dof,), jnp.float64)] * nargs
     if time:
         probe.insert(0, jax.ShapeDtypeStruct((), jnp.float64))
-    if params is not None:
-        probe.append(
-            jax.tree.map(lambda a: jax.ShapeDtypeStruct(jnp.shape(a), jnp.result_type(a)), params)
-        )
-    try:
-        out = jax.eval_shape(fn, *probe)
-    except Exception as exc:  # any failure to trace is the user's function's fault
-        raise InputError(
-            name,
-            f"could not be evaluated {'at a time and ' if time else ''}on arrays of shape "
-            f"({dof},): {type(exc).__name__}: {exc}",
-            "write it with jax.numpy so it can be traced, and check dof"
-            + (f" and the signature {name}(t, ...)" if time else ""),
-        ) from None
+    out = output_shape(
+        name,
+        fn,
+        probe,
+        params,
+        f"{'at a time and ' if time else ''}on arrays of shape ({dof},)",
+        "write it with jax.numpy so it can be traced, and check dof"
+        + (f" and the signature {name}(t, ...)" if time else ""),
+    )
     if getattr(out, "shape", None) != ():
         raise InputError(
             name,

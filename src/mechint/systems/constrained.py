@@ -39,7 +39,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from mechint._pytree import register_pytree
-from mechint._validate import function_reference, traced
+from mechint._validate import function_reference, output_shape, traced
 from mechint.errors import InputError
 from mechint.solvers.linear import solve
 from mechint.systems.base import PoissonSystem, state_pair, validate_vector_state
@@ -119,7 +119,6 @@ class Constrained(PoissonSystem):
         if not traced((system, params)):
             _check_kinetic(self)
             _check_rank(self)
-            _check_manifold(self)
             _check_momenta(self)
 
     def __repr__(self) -> str:
@@ -218,6 +217,20 @@ class Constrained(PoissonSystem):
 
             out[name] = jnp.vectorize(terms, signature="(d),(d)->()")(q, p)
         return out
+
+    def step_residuals(self, q, p, p_hat=None):
+        """(g, its scale, the rates G∇T(p), their scale) at one state, from one G: what a
+        map's step judges its new state by (``residuals`` and ``residual_scales`` in
+        one).  ``p_hat``, the momentum before a projection, joins the rates' scale: its
+        kicks are the terms the projected momentum sums, whose rounding remains."""
+        G = self.constraint_jacobian(q)
+        A = jnp.abs(G)
+        v = self.system.kinetic_gradient(p)
+        a = jax.jvp(self.system.kinetic_gradient, (p,), (self.system.potential_gradient(q),))[1]
+        sv = A @ (jnp.abs(v) + jnp.sqrt(jnp.abs(a) * jnp.abs(q)))
+        if p_hat is not None:
+            sv = jnp.maximum(sv, A @ jnp.abs(self.system.kinetic_gradient(p_hat)))
+        return self.constraints(q), A @ jnp.abs(q), G @ v, sv
 
     def residual_scales(self, x):
         """The size of the terms of each g_i and of its rate (shaped like ``residuals``):
@@ -343,19 +356,9 @@ class Constrained(PoissonSystem):
 
 # -- construction checks ----------------------------------------------------------------
 def _constraint_count(g, dof: int, params) -> int:
-    probe = [jax.ShapeDtypeStruct((dof,), jnp.float64)]
-    if params is not None:
-        probe.append(
-            jax.tree.map(lambda a: jax.ShapeDtypeStruct(jnp.shape(a), jnp.result_type(a)), params)
-        )
-    try:
-        out = jax.eval_shape(g, *probe)
-    except Exception as exc:  # any failure to trace is the user's function's fault
-        raise InputError(
-            "constraints",
-            f"could not be evaluated on q of shape ({dof},): {type(exc).__name__}: {exc}",
-            "write g(q) with jax.numpy, returning an array of shape (m,)",
-        ) from None
+    out = output_shape("constraints", g, [jax.ShapeDtypeStruct((dof,), jnp.float64)], params,
+                       f"on q of shape ({dof},)",
+                       "write g(q) with jax.numpy, returning an array of shape (m,)")  # fmt: skip
     shape = getattr(out, "shape", None)
     if shape is None or len(shape) > 1:
         raise InputError("constraints", f"must return shape (m,), returned {shape}",
@@ -401,30 +404,31 @@ def _check_kinetic(system: Constrained) -> None:
         )
 
 
+@jax.jit
+def _jacobian(system: Constrained, q):
+    return system.constraints(q), system.constraint_jacobian(q)
+
+
 def _check_rank(system: Constrained) -> None:
-    """G has rank m at the base system's example state (its generic rank), and g is
-    finite there."""
-    q0 = jnp.asarray(system.system.example_state()[0], dtype=jnp.float64)
-    g = np.asarray(jax.jit(system.constraints)(q0))
-    G = np.asarray(jax.jit(system.constraint_jacobian)(q0))
-    if not (np.all(np.isfinite(g)) and np.all(np.isfinite(G))):
+    """g is finite and G has rank m at the base system's example state (its generic
+    rank), and again on the manifold, at the example state moved there: there the rank
+    is counted against the size G has at the generic q (a relative rank would count a G
+    shrunk to rounding, as 4(|q|² − 1)q of a squared constraint on the sphere, as full)."""
+    g, generic = (np.asarray(a) for a in _jacobian(system, jnp.asarray(
+        system.system.example_state()[0], dtype=jnp.float64)))  # fmt: skip
+    if not (np.all(np.isfinite(g)) and np.all(np.isfinite(generic))):
         raise InputError(
             "constraints",
             "returned a value or derivative that is not finite at a generic q",
             "check g for divisions by zero and square roots of 0",
         )
-    rank = int(np.linalg.matrix_rank(G))
+    rank = int(np.linalg.matrix_rank(generic))
     if rank < system.m:
         raise InputError(
             "constraints",
             f"are redundant: G = dg/dq has rank {rank} < m = {system.m} at a generic q",
             f"keep {rank} independent constraints",
         )
-
-
-def _check_manifold(system: Constrained) -> None:
-    """The example state reaches the manifold, and G has rank m there too (a constraint
-    squared, (|q|² − 1)², has a G that vanishes on its manifold)."""
     try:
         q, _ = system.example_state()
     except InputError as exc:
@@ -433,14 +437,7 @@ def _check_manifold(system: Constrained) -> None:
             f"a generic state could not be moved onto g(q) = 0 ({exc.problem})",
             "check that G = dg/dq has full rank on the manifold (a squared constraint has not)",
         ) from None
-    G = np.asarray(jax.jit(system.constraint_jacobian)(jnp.asarray(q)))
-    generic = np.asarray(
-        jax.jit(system.constraint_jacobian)(
-            jnp.asarray(system.system.example_state()[0], dtype=jnp.float64)
-        )
-    )
-    # the rank against the size G has at a generic q (a relative rank would count
-    # a G shrunk to rounding, 4(|q|² − 1)q on the sphere, as full)
+    G = np.asarray(_jacobian(system, jnp.asarray(q))[1])
     rank = int(np.linalg.matrix_rank(G, tol=1e-8 * np.linalg.norm(generic, 2)))
     if rank < system.m:
         raise InputError(
