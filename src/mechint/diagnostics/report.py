@@ -90,7 +90,8 @@ def check(system: System, integrator: Integrator, x, h: float, *, halvings: int 
     scale = max(1.0, float(np.max(np.abs(flatten_state(system, x)))))
     floors = {"relative": 1e-13, "absolute": 1e-12 * scale, "state": 1e-13 * scale}
     items: list[tuple[str, np.ndarray, str, list]] = []
-    if isinstance(system, Canonical | Constrained):  # on a constrained one: on T*Q
+    if isinstance(system, Canonical | Constrained) or getattr(system, "joints", ()):
+        # on a constrained one: on T*Q (jointed bodies: in their matrix variables)
         values, _ = structure.symplectic_defects(system, integrator, x, hs)
         items.append(("symplectic", values, "absolute", failed))
     elif isinstance(system, PoissonSystem):

@@ -48,7 +48,7 @@ def jacobian(system: System, integrator: Integrator, x, h):
 
 def poisson_defects(system: System, integrator: Integrator, x, hs) -> tuple[np.ndarray, StepStatus]:
     """max |DΦ Π(x) DΦᵀ − Π(Φ(x))| for each h in ``hs`` (NaN where the step failed)."""
-    if isinstance(system, Constrained):
+    if isinstance(system, Constrained) or getattr(system, "joints", ()):
         raise UnsupportedError(
             "system",
             "a constrained system's structure is the canonical form restricted to its "
@@ -88,7 +88,15 @@ def symplectic_defects(
     system: System, integrator: Integrator, x, hs
 ) -> tuple[np.ndarray, StepStatus]:
     """max |DΦᵀ 𝕁 DΦ − 𝕁| for each h in ``hs``, each entry relative to the size of the
-    products it sums where that exceeds 1 (canonical systems; NaN where it failed)."""
+    products it sums where that exceeds 1 (canonical systems; NaN where it failed).
+    Rigid bodies with joints are measured in their matrix variables (``MatrixBodies``),
+    where the map is canonical on the constraint manifold."""
+    if getattr(system, "joints", ()):
+        from mechint.systems.matrix_bodies import InMatrixVariables, MatrixBodies
+
+        matrix = MatrixBodies(system)  # type: ignore[arg-type]
+        x = matrix.from_bodies(system.validate_state(x)[0])
+        return symplectic_defects(matrix, InMatrixVariables(integrator), x, hs)
     if not isinstance(system, Canonical | Constrained):
         raise UnsupportedError(
             "system",

@@ -45,7 +45,9 @@ from mechint.integrators import dmv, forced
 from mechint.lie import so3
 from mechint.maps import ImplicitIntegrator, Reason, StepStatus, Traits, serves_only
 from mechint.solvers import Newton
+from mechint.systems import joints
 from mechint.systems.base import BodiesInPotential, PrincipalRotations
+from mechint.systems.constrained import manifold_tolerance
 from mechint.systems.forced import Forced
 
 
@@ -62,7 +64,7 @@ class LieGroupVariational(ImplicitIntegrator):
 
     name: ClassVar[str] = "lie-group-variational"
     traits = Traits(order=2, symmetric=True, explicit=False, symplectic=True, poisson=True,
-                    forced=True)  # fmt: skip
+                    forced=True, constrained=True)  # fmt: skip
 
     def cannot_serve(self, system) -> str | None:
         if isinstance(system, Forced):
@@ -106,9 +108,44 @@ class LieGroupVariational(ImplicitIntegrator):
     def step(self, system: Any, x, h) -> tuple[Any, StepStatus]:
         if isinstance(system, Forced):  # the discrete Lagrange–d'Alembert map
             return forced.lie_group_variational(self, system, x, h)
+        if getattr(system, "joints", ()):
+            return self._jointed_step(system, x, h)
         x = system.kick(x, 0.5 * h)
         x, st = self.free_step(system, x, h)
         return system.kick(x, 0.5 * h), st
+
+    def _jointed_step(self, system: Any, x, h) -> tuple[Any, StepStatus]:
+        """RATTLE in the bodies' variables (``systems.joints``): the impulses ν = (h/2)λ
+        of the joints' forces at the first half kick solved by Newton (the exact
+        Jacobian, through each body's Moser–Veselov solve) so that the free step ends on
+        g = 0, then the second half kick projected onto K u = 0."""
+        pos, _, R, _ = system.parts(x)
+        K = joints.jacobian(system, R)
+        y = system.kick(x, 0.5 * h)
+        args = (system, y, K, h)
+        g_scale = jnp.max(joints.scales(system, *system.parts(x))[0])
+        nu, st = self.solver.solve(
+            partial(_joint_positions, self),
+            jnp.zeros(K.shape[0], K.dtype),
+            args,
+            scale=joints.impulse_scale(system, pos, R, K, h),
+            simplified=_joint_matrix,
+            residual_floor=4.0 * jnp.finfo(K.dtype).eps * g_scale,
+        )
+        y, st_free = self.free_step(system, _with_impulse(system, y, K, nu), h)
+        y = system.kick(y, 0.5 * h)
+        pos, p, R, Pi = system.parts(y)
+        p_hat, Pi_hat = p, Pi
+        p, Pi = joints.project_momenta(system, pos, p, R, Pi)
+        y = system.join(pos, p, R, Pi, system.clock(y))
+        g, sg, g_dot, sv = joints.state_residuals(system, y)
+        # the rates' scale: also the momenta before the projection (their rounding stays)
+        u_hat = joints.velocities(system, p_hat, Pi_hat)
+        sv = jnp.maximum(sv, jnp.abs(joints.jacobian(system, R)) @ jnp.abs(u_hat))
+        worst = joints.worst(g, sg, g_dot, sv)
+        on = maps.status(worst <= manifold_tolerance(g.dtype), worst, Reason.SINGULAR)
+        newton = maps.status(st.converged, st.residual, Reason.NOT_CONVERGED)
+        return y, maps.combine([newton, st_free, on])
 
     def preserved(self, system: Any, x, h) -> dict:
         """The momenta of the potential's declared symmetries and RᵀR (the Casimirs);
@@ -117,9 +154,32 @@ class LieGroupVariational(ImplicitIntegrator):
         if isinstance(system, Forced):
             return maps.kept(system, forced.kept_momenta(system), x)
         kept = system.split_invariants(x)
+        if system.joints:
+            return {**kept, **maps.kept(system, ("constraints", "constraint_rates"), x)}
         if system.potential_free:
             kept["H"] = system.hamiltonian(x)
         return kept
+
+
+def _with_impulse(system, y, K, nu):
+    pos, p, R, Pi = system.parts(y)
+    p, Pi = joints.impulse(system, p, Pi, K, nu)
+    return system.join(pos, p, R, Pi, system.clock(y))
+
+
+def _joint_matrix(nu, args):
+    """−h K 𝕄⁻¹ Kᵀ: the positions' Jacobian in the impulses to O(h²) relative (the
+    free step drifts x by h p/m and turns R by h 𝕁⁻¹Π to first order)."""
+    system, _, K, h = args
+    return -h * (K @ joints.inverse_mass(system, K).T)
+
+
+def _joint_positions(integrator: LieGroupVariational, nu, args):
+    """g after the free step from the kicked state with the joints' impulses ν."""
+    system, y, K, h = args
+    y, _ = integrator.free_step(system, _with_impulse(system, y, K, nu), h)
+    pos, _, R, _ = system.parts(y)
+    return joints.residual(system, pos, R)
 
 
 def _first_failure(st: StepStatus) -> StepStatus:

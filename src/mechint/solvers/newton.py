@@ -68,6 +68,8 @@ class Newton:
         jacobian: Callable | None = None,
         pivot: bool = True,
         scale=None,
+        simplified: Callable | None = None,
+        residual_floor=None,
     ) -> tuple[object, NewtonStatus]:
         """Solve ``residual(z, args) = 0`` from ``z0``; returns (z, NewtonStatus).
 
@@ -97,6 +99,15 @@ class Newton:
         against where ‖z‖∞ is smaller, ‖Δz‖∞ ≤ rtol·max(‖z‖∞, scale) + atol: for an
         unknown whose root may be 0 or tiny, as a Lagrange multiplier (the constrained
         maps pass the multiplier that moves the positions by their own size).
+
+        ``simplified(z0, args)``: one matrix, formed once at the start, that every
+        iteration solves with instead of the Jacobian (simplified Newton: it converges
+        linearly, at the rate of its difference from the Jacobian, so give it
+        ``max_iter`` to match); the derivatives still come from the exact Jacobian.
+        ``residual_floor`` (a scalar, may depend on ``args``): the iteration is also done
+        where max |G(z)| is at most this (the residual's own rounding, for unknowns whose
+        updates cannot reach rtol of their size: the rounding of G divided by a small
+        singular value of its Jacobian).
         """
         if retract is None:
             retract = _add
@@ -120,7 +131,13 @@ class Newton:
             g = G(chart(z, d), frozen)
             return g, g
 
-        if jacobian is None:
+        if simplified is not None:
+            fixed = simplified(jax.lax.stop_gradient(z0), frozen)
+
+            def jac(d, z):
+                return fixed, G(z, frozen)
+
+        elif jacobian is None:
             jac = jax.jacfwd(local, has_aux=True)
         else:
 
@@ -139,11 +156,13 @@ class Newton:
 
         # rtol below the precision of the state (float32 runs) is raised to a few ulps
         rtol = max(self.rtol, 8.0 * float(jnp.finfo(flat_t.dtype).eps))
-        floor = (
-            jnp.zeros((), flat_t.dtype)
-            if scale is None
-            else jnp.asarray(jax.lax.stop_gradient(scale), flat_t.dtype)
-        )
+
+        def stopped(value):
+            if value is None:
+                return jnp.zeros((), flat_t.dtype)
+            return jnp.asarray(jax.lax.stop_gradient(value), flat_t.dtype)
+
+        floor, g_floor = stopped(scale), stopped(residual_floor)
 
         def body(state):
             z, i, _, _ = state
@@ -151,6 +170,8 @@ class Newton:
             d = solve(J, -g, pivot=pivot)
             z = retract(z, unravel_t(d))
             done = jnp.max(jnp.abs(d)) <= rtol * jnp.maximum(size(z), floor) + self.atol
+            if residual_floor is not None:
+                done = done | (jnp.max(jnp.abs(g)) <= g_floor)
             return z, i + 1, done, finite(z)
 
         z0 = jax.lax.stop_gradient(z0)

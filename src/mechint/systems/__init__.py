@@ -52,7 +52,10 @@ from mechint.systems.heavy_top import (
     KovalevskayaTop,
     LagrangeTop,
 )
+from mechint.systems.joints import Joint
 from mechint.systems.lie_poisson import LiePoissonHamiltonian
+from mechint.systems.link_chain import link_chain, link_chain_state
+from mechint.systems.matrix_bodies import MatrixBodies
 from mechint.systems.nbody import NBody
 from mechint.systems.quadratic_field import LotkaVolterra, QuadraticField
 from mechint.systems.quadratic_potential import QuadraticPotentialTop
@@ -129,12 +132,14 @@ __all__ = [
     "HarmonicOscillator",
     "HeavyTop",
     "HenonHeiles",
+    "Joint",
     "Kepler",
     "KovalevskayaTop",
     "LagrangeTop",
     "LevelSetSampler",
     "LiePoissonHamiltonian",
     "LotkaVolterra",
+    "MatrixBodies",
     "NBody",
     "NaturalSplit",
     "Parameter",
@@ -157,6 +162,8 @@ __all__ = [
     "ZhukovskyVolterra",
     "get",
     "hanging_state",
+    "link_chain",
+    "link_chain_state",
     "nbody",
     "potentials",
 ]

@@ -353,6 +353,11 @@ class Constrained(PoissonSystem):
     def example_state(self):
         return self.project(self.system.example_state())
 
+    def generic_position(self):
+        """A q off the manifold where G has its generic rank (construction's check):
+        the base system's example position."""
+        return self.system.example_state()[0]
+
 
 # -- construction checks ----------------------------------------------------------------
 def _constraint_count(g, dof: int, params) -> int:
@@ -415,7 +420,7 @@ def _check_rank(system: Constrained) -> None:
     is counted against the size G has at the generic q (a relative rank would count a G
     shrunk to rounding, as 4(|q|² − 1)q of a squared constraint on the sphere, as full)."""
     g, generic = (np.asarray(a) for a in _jacobian(system, jnp.asarray(
-        system.system.example_state()[0], dtype=jnp.float64)))  # fmt: skip
+        system.generic_position(), dtype=jnp.float64)))  # fmt: skip
     if not (np.all(np.isfinite(g)) and np.all(np.isfinite(generic))):
         raise InputError(
             "constraints",

@@ -172,6 +172,13 @@ class Forced(System):
                 "is time-dependent: its time is a coordinate of the extended phase space",
                 "give the time dependence as the force(t, x) of the autonomous system",
             )
+        if getattr(system, "constrained", False):
+            raise InputError(
+                "system",
+                "has constraints (joints or holonomic constraints): forces on a constrained "
+                "system would need the constraint forces' share of their work",
+                "add conservative forces to the potential",
+            )
         if isinstance(system, Forced):
             raise InputError("system", "is already forced",
                              "give one force (a sum of forces) and one dissipation")  # fmt: skip

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar, final
 
 import jax
@@ -68,9 +69,10 @@ from jaxtyping import Array, Float
 
 from mechint import maps
 from mechint._pytree import register_pytree
-from mechint._validate import real_array, shown, traced
+from mechint._validate import shown, traced
 from mechint.errors import InputError
 from mechint.lie import orthonormalize, so3
+from mechint.systems import joints as jointing
 from mechint.systems import rigid_inputs
 from mechint.systems.base import (
     BodiesInPotential,
@@ -82,7 +84,8 @@ from mechint.systems.base import (
 )
 from mechint.systems.canonical import _parameters
 from mechint.systems.flows import AxisRotation, BodyDrift, BodyKick
-from mechint.systems.rigid import bodies_tensor, haar_so
+from mechint.systems.joints import Joint
+from mechint.systems.rigid import bodies_tensor
 from mechint.systems.rigid_inputs import (
     check_potential,
     inertia_rows,
@@ -90,8 +93,6 @@ from mechint.systems.rigid_inputs import (
     lead_shape,
     mass_array,
     potential_function,
-    reference,
-    rotation_matrices,
     state_from_options,
 )
 
@@ -105,6 +106,7 @@ from mechint.systems.rigid_inputs import (
         "rotation_invariant",
         "state_fields",
         "time_dependent",
+        "joints",
     ),
 )
 @dataclasses.dataclass(frozen=True, eq=False, init=False, repr=False)
@@ -140,6 +142,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
     translation_invariant: bool
     rotation_invariant: bool
     time_dependent: bool
+    joints: tuple[Joint, ...]
 
     name: ClassVar[str] = "rigid-bodies"
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
@@ -182,6 +185,8 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         "trRtR": "Casimir Σ_b tr R_bᵀR_b (3N for rotations)",
         "now": "time (a time-dependent potential's extended phase space)",
         "e": "conjugate of the time: −∫∂V/∂t dt, so that H + e is kept",
+        "constraints": "largest joint residual max |x_a + R_a s_a − x_b − R_b s_b|",
+        "constraint_rates": "largest rate of a joint's residual (0 on the manifold)",
     }
 
     def __init__(
@@ -194,10 +199,13 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         translation_invariant: bool = False,
         rotation_invariant: bool = False,
         time_dependent: bool = False,
+        joints=None,
     ):
         moments, axes = inertia_tensors(inertia)
         n = len(moments)
         masses = mass_array(mass, n)
+        held = jointing.validate(joints, n, masses is not None)
+        jointing.check_declarations(held, translation_invariant, rotation_invariant)
         potential = potential_function(potential)
         for flag, value in (
             ("translation_invariant", translation_invariant),
@@ -229,8 +237,12 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         set_(self, "mass", None if masses is None else jnp.asarray(masses))
         set_(self, "params", params)
         set_(self, "potential", potential)
-        set_(self, "translation_invariant", bool(translation_invariant or potential is None))
-        set_(self, "rotation_invariant", bool(rotation_invariant or potential is None))
+        free = potential is None  # V = 0 has both symmetries, unless a joint breaks one
+        grounded = [j for j in held if j.grounded]
+        set_(self, "translation_invariant", bool(translation_invariant or (free and not grounded)))
+        at_origin = not any(any(j.site_b) for j in grounded)
+        set_(self, "rotation_invariant", bool(rotation_invariant or (free and at_origin)))
+        set_(self, "joints", held)
         set_(self, "state_fields", fields)
         set_(self, "time_dependent", bool(time_dependent))
         if potential is not None:
@@ -240,9 +252,10 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         mass = "None" if self.mass is None else shown(self.mass)
         V = getattr(self.potential, "__name__", repr(self.potential))
         time = ", time_dependent=True" if self.time_dependent else ""
+        joints = f", joints={len(self.joints)}" if self.joints else ""
         return (
             f"RigidBodies(N={self.bodies}, inertia={shown(self.inertia)}, mass={mass}, "
-            f"potential={V}{time})"
+            f"potential={V}{time}{joints})"
         )
 
     # -- facts ---------------------------------------------------------------------------
@@ -250,6 +263,11 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
     def bodies(self) -> int:
         """N, the number of bodies."""
         return self.inertia.shape[-2]
+
+    @property
+    def constrained(self) -> bool:  # type: ignore[override]
+        """Whether joints hold the bodies (then only the maps that know them serve)."""
+        return bool(self.joints)
 
     @property
     def translating(self) -> bool:
@@ -288,20 +306,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         return (self.bodies, 3)
 
     def parameters(self) -> dict:
-        out: dict[str, Any] = {
-            "inertia": np.asarray(self.inertia).tolist(),
-            "mass": None if self.mass is None else np.asarray(self.mass).tolist(),
-            "potential": None if self.potential is None else reference(self.potential),
-            "translation_invariant": self.translation_invariant,
-            "rotation_invariant": self.rotation_invariant,
-        }
-        if self.time_dependent:
-            out["time_dependent"] = True
-        if self.axes is not None:
-            out["axes"] = np.asarray(self.axes).tolist()
-        if self.params is not None:
-            out["params"] = jax.tree.map(lambda a: np.asarray(a).tolist(), self.params)
-        return out
+        return rigid_inputs.parameters(self)
 
     # -- the state -----------------------------------------------------------------------
     def parts(self, x) -> tuple[Any, Any, Any, Any]:
@@ -364,6 +369,16 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
 
     # -- structure -----------------------------------------------------------------------
     def _one_field(self, x):
+        field = self._free_field(x)
+        if not self.joints:
+            return field
+        _, force, dR, dPi = self.parts(field)  # and the joints' forces −Kᵀλ (systems.joints)
+        K = jointing.jacobian(self, self.parts(x)[2])
+        force, dPi = jointing.impulse(self, force, dPi, K, jointing.multipliers(self, x, field))
+        return self.join(self.parts(field)[0], force, dR, dPi, self.clock(field))
+
+    def _free_field(self, x):
+        """The field of one state without the joints' forces."""
         pos, p, R, Pi = self.parts(x)
         t = self._time(x)
         force, M = self.forces(pos, R, t)
@@ -425,7 +440,37 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         return out
 
     def invariants(self, x) -> dict[str, Any]:
-        return {"H": self.hamiltonian(x), **self.momenta(x), **self.casimirs(x)}
+        out = {"H": self.hamiltonian(x), **self.momenta(x), **self.casimirs(x)}
+        if self.joints:
+            g, _, g_dot, _ = self._per_state(partial(jointing.state_residuals, self), x)
+            out["constraints"] = jnp.max(jnp.abs(g), axis=-1)
+            out["constraint_rates"] = jnp.max(jnp.abs(g_dot), axis=-1)
+        return out
+
+    def invariant_scales(self, x) -> dict:
+        """The joints' residuals are measured against the size of the terms they sum
+        (``systems.joints.scales``)."""
+        if not self.joints:
+            return {}
+        _, sg, _, sv = self._per_state(partial(jointing.state_residuals, self), x)
+        return {"constraints": jnp.max(sg, axis=-1), "constraint_rates": jnp.max(sv, axis=-1)}
+
+    def multipliers(self, x) -> Any:
+        """λ (J, 3), the joints' forces, at states x on the joints' manifold (any leading
+        axes): body a feels −λ_j at its site, body b +λ_j (``systems.joints``)."""
+
+        def one(y):
+            return jointing.multipliers(self, y, self._free_field(y)).reshape(-1, 3)
+
+        return self._per_state(one, x)
+
+    def project(self, x0) -> Any:
+        """The state (or batch) ``x0`` moved onto the joints' manifold: the nearest
+        positions (least mass-weighted change, to round-off), then the nearest momenta
+        (``systems.joints.project``); NumPy arrays."""
+        state, _ = self._validated(x0, "x0")
+        one = partial(jointing.project, self)
+        return jax.tree.map(np.asarray, jax.jit(partial(self._per_state, one))(state))
 
     def split_invariants(self, x) -> dict:
         return {**self.momenta(x), **self.casimirs(x)}
@@ -513,67 +558,24 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
     # -- examples and validation ------------------------------------------------------------
     def example_state(self) -> Any:
         """Bodies on a cubic lattice of spacing 3 (seeded random momenta, attitudes and
-        spins of moderate size)."""
-        rng = np.random.default_rng(0)
-        n = self.bodies
-        side = int(np.ceil(n ** (1 / 3)))
-        grid = np.stack(np.meshgrid(*[np.arange(side)] * 3, indexing="ij"), -1).reshape(-1, 3)
-        pos = 3.0 * (grid[:n] - 0.5 * (side - 1)) + 0.1 * rng.standard_normal((n, 3))
-        R = haar_so(rng, n, 3)
-        Pi = 0.5 * rng.standard_normal((n, 3)) * np.asarray(self.inertia)
-        clock = (np.zeros(()), np.zeros(())) if self.time_dependent else ()
-        if not self.translating:
-            return R, Pi, *clock
-        p = 0.2 * rng.standard_normal((n, 3)) * np.asarray(self.mass)[:, None]
-        return pos, p, R, Pi, *clock
+        spins of moderate size), moved onto the joints where there are joints."""
+        state = rigid_inputs.example_state(self)
+        return self.project(state) if self.joints else state
 
     def state_from_options(self, given: dict, frame=None) -> Any:
         """(x, p, R, Π) from --x0, --p0 (default 0), --R0 and --Pi0
         (``rigid_inputs.state_from_options``)."""
         return state_from_options(self, given)
 
+    def _validated(self, x, name: str) -> tuple[tuple, bool]:
+        """The state's arrays checked for shape and R for rotations (not the joints)."""
+        return rigid_inputs.validated_state(self, x, name)
+
     def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
-        names = [f for f, _ in self.state_fields]
-        clock = None
-        if self.time_dependent:
-            names = names[:-2]
-            if isinstance(x, tuple | list) and len(x) == len(names) + 2:
-                x, clock = x[:-2], x[-2:]
-        if not isinstance(x, tuple | list) or len(x) != len(names):
-            raise InputError(
-                name,
-                f"expected a tuple ({', '.join(names)}), got "
-                + (f"{len(x)} arrays" if isinstance(x, tuple | list) else type(x).__name__),
-            )
-        n = self.bodies
-        arrays = {f: real_array(f"{name} ({f})", v) for f, v in zip(names, x, strict=True)}
-        Pi = arrays["Pi"]
-        if Pi.shape[-2:] != (n, 3) or Pi.ndim not in (2, 3):
-            raise InputError(
-                f"{name} (Pi)",
-                f"expected shape ({n}, 3) (or a batch (B, {n}, 3)), got {Pi.shape}",
-                f"give one body angular momentum per body: this system has N = {n}",
-            )
-        lead = Pi.shape[:-2]
-        for f in names:
-            want = (*lead, n, 3, 3) if f == "R" else (*lead, n, 3)
-            if arrays[f].shape != want:
-                raise InputError(f"{name} ({f})", f"expected shape {want}, got {arrays[f].shape}")
-        given = x[names.index("R")]  # as given: a float32 R to float32 round-off
-        arrays["R"] = rotation_matrices(f"{name} (R)", given, n, lead)
-        state = tuple(arrays[f] for f in names)
-        if self.time_dependent:  # (t, e): given, or 0 (the time then takes the run's t0)
-            if clock is None:
-                clock = (np.zeros(lead), np.zeros(lead))
-            labels = ("now", "e")
-            clock = tuple(
-                real_array(f"{name} ({f})", v) for f, v in zip(labels, clock, strict=True)
-            )
-            for f, v in zip(labels, clock, strict=True):
-                if v.shape != lead:
-                    raise InputError(f"{name} ({f})", f"expected shape {lead}, got {v.shape}")
-            state = (*state, *clock)
-        return state, bool(lead)
+        state, batched = self._validated(x, name)
+        if self.joints:  # on the joints' manifold, to round-off
+            jointing.check_state(self, state, name)
+        return state, batched
 
     def starting_state(self, x, t0):
         """A time-dependent system's state with its time set to the run's ``t0`` where

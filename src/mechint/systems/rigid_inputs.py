@@ -332,3 +332,83 @@ def check_potential(system: RigidBodies, translation: bool, rotation: bool) -> N
                     f"{np.asarray(torque)} at {where}",
                     "leave rotation_invariant out (the momentum L is then not an invariant)",
                 )
+
+
+def validated_state(system: RigidBodies, x, name: str) -> tuple[tuple, bool]:
+    """The arrays of a state of ``system`` (``RigidBodies.validate_state``): each field's
+    shape, R a rotation (a matrix within 1e-3 re-orthogonalised, as given otherwise)."""
+    names = [f for f, _ in system.state_fields]
+    clock = None
+    if system.time_dependent:
+        names = names[:-2]
+        if isinstance(x, tuple | list) and len(x) == len(names) + 2:
+            x, clock = x[:-2], x[-2:]
+    if not isinstance(x, tuple | list) or len(x) != len(names):
+        raise InputError(
+            name,
+            f"expected a tuple ({', '.join(names)}), got "
+            + (f"{len(x)} arrays" if isinstance(x, tuple | list) else type(x).__name__),
+        )
+    n = system.bodies
+    arrays = {f: real_array(f"{name} ({f})", v) for f, v in zip(names, x, strict=True)}
+    Pi = arrays["Pi"]
+    if Pi.shape[-2:] != (n, 3) or Pi.ndim not in (2, 3):
+        raise InputError(
+            f"{name} (Pi)",
+            f"expected shape ({n}, 3) (or a batch (B, {n}, 3)), got {Pi.shape}",
+            f"give one body angular momentum per body: this system has N = {n}",
+        )
+    lead = Pi.shape[:-2]
+    for f in names:
+        want = (*lead, n, 3, 3) if f == "R" else (*lead, n, 3)
+        if arrays[f].shape != want:
+            raise InputError(f"{name} ({f})", f"expected shape {want}, got {arrays[f].shape}")
+    given = x[names.index("R")]  # as given: a float32 R to float32 round-off
+    arrays["R"] = rotation_matrices(f"{name} (R)", given, n, lead)
+    state = tuple(arrays[f] for f in names)
+    if system.time_dependent:  # (t, e): given, or 0 (the time then takes the run's t0)
+        if clock is None:
+            clock = (np.zeros(lead), np.zeros(lead))
+        labels = ("now", "e")
+        clock = tuple(real_array(f"{name} ({f})", v) for f, v in zip(labels, clock, strict=True))
+        for f, v in zip(labels, clock, strict=True):
+            if v.shape != lead:
+                raise InputError(f"{name} ({f})", f"expected shape {lead}, got {v.shape}")
+        state = (*state, *clock)
+    return state, bool(lead)
+
+
+def example_state(system: RigidBodies) -> Any:
+    """The bodies of ``RigidBodies.example_state`` on a lattice (joints not applied)."""
+    rng = np.random.default_rng(0)
+    n = system.bodies
+    side = int(np.ceil(n ** (1 / 3)))
+    grid = np.stack(np.meshgrid(*[np.arange(side)] * 3, indexing="ij"), -1).reshape(-1, 3)
+    pos = 3.0 * (grid[:n] - 0.5 * (side - 1)) + 0.1 * rng.standard_normal((n, 3))
+    R = haar_so(rng, n, 3)
+    Pi = 0.5 * rng.standard_normal((n, 3)) * np.asarray(system.inertia)
+    clock = (np.zeros(()), np.zeros(())) if system.time_dependent else ()
+    if not system.translating:
+        return R, Pi, *clock
+    p = 0.2 * rng.standard_normal((n, 3)) * np.asarray(system.mass)[:, None]
+    return pos, p, R, Pi, *clock
+
+
+def parameters(system: RigidBodies) -> Any:
+    """``RigidBodies.parameters``: the numbers and references that rebuild it."""
+    out: dict[str, Any] = {
+        "inertia": np.asarray(system.inertia).tolist(),
+        "mass": None if system.mass is None else np.asarray(system.mass).tolist(),
+        "potential": None if system.potential is None else reference(system.potential),
+        "translation_invariant": system.translation_invariant,
+        "rotation_invariant": system.rotation_invariant,
+    }
+    if system.time_dependent:
+        out["time_dependent"] = True
+    if system.joints:
+        out["joints"] = [[j.a, list(j.site_a), j.b, list(j.site_b)] for j in system.joints]
+    if system.axes is not None:
+        out["axes"] = np.asarray(system.axes).tolist()
+    if system.params is not None:
+        out["params"] = jax.tree.map(lambda a: np.asarray(a).tolist(), system.params)
+    return out
