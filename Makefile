@@ -67,6 +67,7 @@ bench: $(BENCH)/.installed
 	$(BENCH)/bin/python benchmarks/kepler_peers.py
 	$(BENCH)/bin/python benchmarks/nbody.py
 	$(BENCH)/bin/python benchmarks/constraints.py
+	$(BENCH)/bin/python benchmarks/joints.py
 
 clean:
 	rm -rf $(VENV) $(BENCH) mechint-demo .pytest_cache build docs/generated

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _mujoco import ball_chain
 from _timing import best_of
 
 RESULTS = Path(__file__).resolve().parent / "results" / "constraints.md"
@@ -136,20 +137,11 @@ def mujoco_chain(q, masses, lengths, gravity, h, steps, every, integrator):
     import mujoco
 
     n = len(masses)
-    body = ""
-    for i in range(n):
-        pos = "0 0 0" if i == 0 else f"0 0 {-lengths[i - 1]}"
-        tip = f"0 0 {-lengths[i]}"
-        body += (f'<body name="b{i}" pos="{pos}"><joint type="ball" damping="0" armature="0"/>'
-                 f'<inertial pos="{tip}" mass="{masses[i]}" diaginertia="1e-9 1e-9 1e-9"/>'
-                 f'<geom type="capsule" fromto="0 0 0 {tip}" size="0.002" mass="0" '
-                 'contype="0" conaffinity="0"/>')  # fmt: skip
-    body += "</body>" * n
-    xml = (f'<mujoco><option timestep="{h}" integrator="{integrator}" gravity="0 0 {-gravity}">'
-           '<flag energy="enable" contact="disable"/></option>'
-           f"<worldbody>{body}</worldbody></mujoco>")  # fmt: skip
-    m = mujoco.MjModel.from_xml_string(xml)
-    d = mujoco.MjData(m)
+    links = [("0 0 0" if i == 0 else f"0 0 {-lengths[i - 1]}",  # a point mass at each tip
+              f'pos="0 0 {-lengths[i]}" mass="{masses[i]}" diaginertia="1e-9 1e-9 1e-9"',
+              f'type="capsule" fromto="0 0 0 0 0 {-lengths[i]}" size="0.002"')
+             for i in range(n)]  # fmt: skip
+    m, d = ball_chain(h, integrator, gravity, links)
     x = np.asarray(q).reshape(n, 3)
     links = x - np.concatenate([np.zeros((1, 3)), x[:-1]])
     parent = np.eye(3)

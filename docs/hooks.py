@@ -43,6 +43,8 @@ GALLERY = {
     "lyapunov": None,
     "transit_inference": None,
     "pendulum_chain": "out",
+    "link_chain": "out",
+    "rigid_water": "out",
     "system_identification": "out",
     "planetary": "out",
 }

@@ -208,3 +208,27 @@ def test_pendulum_chain(tmp_path):
     assert 1e-9 < yoshida["energy band"] < rattle["energy band"] < 1e-4
     assert result["batch chain-steps/s"] > 0
     assert (tmp_path / "c.png").stat().st_size > 10_000
+
+
+def test_link_chain(tmp_path):
+    """Ten rigid links by the jointed LGVI: the joints at round-off, an energy band that
+    Yoshida-4 shrinks, a top joint that carries about the chain's weight."""
+    result = _load("link_chain").main(quick=True, out=str(tmp_path / "l.png"))
+    lgvi, yoshida = result["LGVI, h = 1 ms"], result["Yoshida-4 of the LGVI, h = 3 ms"]
+    for r in (lgvi, yoshida):
+        assert r["joints"] < 1e-15 and r["rates"] < 1e-14
+    assert 1e-10 < yoshida["energy band"] < lgvi["energy band"] < 1e-4
+    low, high = result["top joint / weight"]
+    assert 0.5 < low < 1.0 < high < 3.0
+    assert (tmp_path / "l.png").stat().st_size > 10_000
+
+
+def test_rigid_water(tmp_path):
+    """27 rigid TIP3P molecules by SETTLE: bonds at round-off, P kept, an energy band; a
+    batch of clusters runs without a failure."""
+    result = _load("rigid_water").main(quick=True, out=str(tmp_path / "w.png"))
+    assert result["bonds"] < 1e-13 and result["rates"] < 1e-13
+    assert result["P"] < 1e-10 and result["energy band"] < 1e-2
+    assert 250 < result["temperature"][0] < 350
+    assert result["batch cluster-steps/s"] > 0
+    assert (tmp_path / "w.png").stat().st_size > 10_000

@@ -538,7 +538,9 @@ def ellipkinc(phi, m, m1=None):
 def ellipkinc_sc(s, c, m, m1=None):
     """F(φ|m) for φ ∈ [−π, π] given by s ∝ sin φ and c ∝ cos φ (any common positive
     scale; not both zero).  Near φ = ±π/2 this keeps the digits of cos φ that forming φ
-    would lose: F = s R_F(c², c² + m1 s², 1) for c ≥ 0, and 2K − that for c < 0."""
+    would lose: F = s R_F(c², c² + m1 s², 1) for c ≥ 0, and 2K − that for c < 0.  At
+    m = 1 (m1 = 0), F = asinh(|s|/c) for c > 0, which holds where c² underflows
+    (a cos φ of 1e-200: F = 461.2, not ∞)."""
     m, m1 = _complement(m, m1)
     s, c = _float(s, c)
     s, c, m, m1 = jnp.broadcast_arrays(s, c, m, m1)
@@ -547,6 +549,8 @@ def ellipkinc_sc(s, c, m, m1=None):
     s, c = s / rho, c / rho
     a, c2 = jnp.abs(s), c * c
     part = a * elliprf(c2, c2 + m1 * a * a, jnp.ones_like(s))
+    c_safe = jnp.where(c > 0, c, 1.0)
+    part = jnp.where((m1 == 0) & (c > 0), jnp.arcsinh(a / c_safe), part)
     value = jnp.where(c >= 0, part, 2 * ellipk(m, m1) - part)
     return jnp.where(s < 0, -value, value)
 

@@ -257,3 +257,31 @@ def test_huge_times_stay_on_the_orbit_or_are_refused():
         mi.exact.euler_top(top, m0, np.array([1.0, 1e32]))
     assert caught.value.parameter == "t"
     assert np.all(np.isnan(np.asarray(jax.jit(mi.exact.euler_top_flow)(top, m0, 1e40))))
+
+
+@pytest.mark.parametrize(
+    "m0",
+    [(0.0, 1.0, 1e-200), (0.0, -1.0, 1e-200), (0.0, 1.0, -1e-200), (1e-200, 1.0, 0.0),
+     (-3e-170, 0.7, 2e-180), (0.0, 1.0, 2.0**-600)],
+)  # fmt: skip
+def test_within_float64s_squares_of_the_saddle(m0):
+    """States within 1e-154 of the unstable axis, where the separatrix distance's squares
+    underflow: the motion leaves the saddle on the side each time takes, on the arc of the
+    mode that grows there, and makes its excursion at the time DOP853 (absolute tolerance
+    1e-300: it follows the small components by their own digits) finds, forward and
+    backward; t = 0 returns m0 to 1e-150."""
+    top = mi.systems.EulerTop((3.0, 2.0, 1.0))
+    a = np.asarray(top.coefficients)
+
+    def field(t, m):
+        return [a[0] * m[1] * m[2], a[1] * m[2] * m[0], a[2] * m[0] * m[1]]
+
+    m0 = np.array(m0)
+    rate = abs(m0[1]) * np.sqrt(a[0] * a[2])  # the saddle's: m1, m3 grow as e^(rate t)
+    depth = np.log(4.0 / np.max(np.abs(m0[[0, 2]]))) / rate  # ≈ the excursion's time
+    times = np.array([0.0, 0.5 * depth, 0.98 * depth, depth, -depth, -1.01 * depth])
+    exact = mi.exact.euler_top(top, m0, times)
+    assert np.max(np.abs(exact[0] - m0)) < 1e-150
+    for t, m in zip(times[1:], exact[1:], strict=True):
+        ref = solve_ivp(field, (0.0, t), m0, method="DOP853", rtol=1e-13, atol=1e-300).y[:, -1]
+        assert np.max(np.abs(m - ref)) < 1e-9, (t, m, ref)

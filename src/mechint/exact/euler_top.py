@@ -251,11 +251,30 @@ def _circulating(st: _Setup, t, with_angle=False):
     mf, mc = jnp.where(about3, m1, m3), jnp.where(about3, m3, m1)
     Af, Ac = jnp.where(about3, A1, A3), jnp.where(about3, A3, A1)
     sc = jnp.where(mc < 0, -1.0, 1.0)
-    on = B == 0  # the separatrix: cn = dn = sech > 0, so the sign of m_f is kept apart
+    # Within 2^-500 of the saddle (0, ±A2, 0) B's squares underflow (B = 0 or a
+    # subnormal) although the state is in general off the separatrix: in the normalised e = m_f/A_f,
+    # c = m_c/A_c the motion there is linear, a mode (e, c) ∝ (s, 1) growing forward in
+    # time and one ∝ (−s, 1) growing backward (s = sign m2; Euler's equations, ṁ_f ∝ m2
+    # m_c).  Each side of t leaves the saddle on the separatrix arc of the mode that
+    # grows on that side, with that mode's amplitude as sech u0 = cos φ0 (a turning point
+    # e = 0 splits c evenly: u0 = K(k) ≈ ln(4/k'), k' = |c|).  The mode that decays is
+    # left out, an error below |c| + |e|, which is below 2^-500 |m|.
+    e_n = mf / _safe(Af, Af > 0)
+    c_n = mc / _safe(Ac, Ac > 0)
+    tiny = 2.0**-500
+    near = (jnp.abs(e_n) < tiny) & (jnp.abs(c_n) < tiny) & (Af > 0) & (Ac > 0)
+    on = (B == 0) | near  # the separatrix: cn = dn = sech > 0, the sign of m_f kept apart
     sf = jnp.where(on & (mf < 0), -1.0, 1.0)
-    lam = -sc * sf * jnp.sqrt(a12 * a23 * big)
     x2 = jnp.where(A2 > 0, m2 / _safe(A2, A2 > 0), 0.0)  # sin φ0
     xf = jnp.where(Af > 0, sf * mf / _safe(Af, Af > 0), 1.0)  # cos φ0
+    s2 = jnp.where(m2 < 0, -1.0, 1.0)
+    forward = t >= 0
+    amp = jnp.where(forward, c_n + s2 * e_n, c_n - s2 * e_n) / 2
+    s_amp = jnp.where(amp < 0, -1.0, 1.0)
+    sc = jnp.where(near, s_amp, sc)
+    sf = jnp.where(near, jnp.where(forward, s2, -s2) * s_amp, sf)
+    xf = jnp.where(near, jnp.abs(amp), xf)
+    lam = -sc * sf * jnp.sqrt(a12 * a23 * big)
     k2 = jnp.where(on, 1.0, k2)
     k2c = jnp.where(on, 0.0, k2c)
     u0 = special.ellipkinc_sc(x2, xf, k2, k2c)  # from sin and cos: φ0 itself loses digits
