@@ -32,6 +32,13 @@ def _leaves(traj):
         out.append(("clock", ("clock_entry",), np.asarray(traj.clock)))
     if getattr(traj, "tangent", None) is not None:
         out.append(("tangent", ("tangent_entry",), np.asarray(traj.tangent)))
+    dims = getattr(traj.system, "multiplier_dims", None)
+    if dims:  # a constrained system's multipliers at every sample (the constraint forces)
+        from mechint.trajectory import multipliers
+
+        out.append(
+            ("multipliers", dims, multipliers(traj.system, traj.x, 2 if traj.batched else 1))
+        )
     return out
 
 
@@ -125,13 +132,16 @@ def tail_dims(system, name: str, member: tuple) -> tuple[str, ...]:
     return member
 
 
-def _fields(system, oriented: bool, clocked: bool = False,
-            tangent: bool = False) -> list[tuple[str, tuple]]:  # fmt: skip
+def _fields(system, oriented: bool, clocked: bool = False, tangent: bool = False,
+            multipliers: bool = False) -> list[tuple[str, tuple]]:  # fmt: skip
     """The state fields of a file (and the attitude ``g`` when carried, the clock of
-    variable steps, the tangent part of ``integrators.Tangent``)."""
+    variable steps, the tangent part of ``integrators.Tangent``, a constrained system's
+    multipliers)."""
+    dims = getattr(system, "multiplier_dims", None) if multipliers else None
     return [*system.state_fields, *([("g", ("row", "col"))] if oriented else []),
             *([("clock", ("clock_entry",))] if clocked else []),
-            *([("tangent", ("tangent_entry",))] if tangent else [])]  # fmt: skip
+            *([("tangent", ("tangent_entry",))] if tangent else []),
+            *([("multipliers", dims)] if dims else [])]  # fmt: skip
 
 
 def metadata(traj) -> dict:
@@ -406,7 +416,8 @@ def write_netcdf_slices(path: Path, system, attrs: dict, batched: bool, total: i
     import h5netcdf
     import h5py
 
-    fields = _fields(system, "g" in layout, "clock" in layout, "tangent" in layout)
+    fields = _fields(system, "g" in layout, "clock" in layout, "tangent" in layout,
+                     "multipliers" in layout)  # fmt: skip
     field_names = {name for name, _ in fields}
     invariants = [k for k in layout if k != "time" and k not in field_names]
     lead = ("sample", "time") if batched else ("time",)

@@ -150,7 +150,7 @@ class RunFile:
         # the times of the whole run's grid (a resumed run's own t0 would round apart)
         index = np.arange(self.samples, self.samples + n, dtype=np.float64)
         arrays["time"] = self.t0 + self.h * (self.save_every * index)
-        fields = {name for name, _ in io._fields(self.system, True)}
+        fields = {name for name, _ in io._fields(self.system, True, multipliers=True)}
         if self.inv0 is None:  # sample 0: the size of each invariant's terms there
             self.scale0 = _scales0(self.system, arrays, axis)
         self._track({k: a for k, a in arrays.items() if k != "time" and k not in fields}, axis)
@@ -597,7 +597,7 @@ class _Sources:
 
     def segment_blocks(self, system):
         """(state arrays as (name, array) pairs, invariants, time) of each segment."""
-        fields = {name for name, _ in io._fields(system, True)}
+        fields = {name for name, _ in io._fields(system, True, multipliers=True)}
         for path, _, _ in self.segments:
             with np.load(path, allow_pickle=False) as seg:
                 arrays = {k[2:]: seg[k] for k in seg.files if k.startswith("a/")}
@@ -617,7 +617,7 @@ def _write_csv(tmp: Path, attrs: dict, sources: _Sources, batched: bool, system)
                 header = old.readline()
             sources.csv_names = header.strip().split(",")
             sources.csv_fields = [
-                f for f, _ in io._fields(system, True)
+                f for f, _ in io._fields(system, True, multipliers=True)
                 if any(n == f or n.startswith(f + "_") for n in sources.csv_names)
             ]  # fmt: skip
             fh.write(header)

@@ -205,9 +205,20 @@ def _block(sample_numbers: int) -> int:
     return min(INVARIANT_BLOCK, 1 << (fit.bit_length() - 1))
 
 
-def invariants(system, x, lead: int) -> dict[str, np.ndarray]:
-    """``system.invariants`` at every state of ``x`` (``lead`` leading sample axes), in
-    blocks of ``_block`` states: each value independent of the array's size."""
+def multipliers(system, x, lead: int) -> np.ndarray:
+    """``system.multipliers`` at every state of ``x`` (``lead`` leading sample axes), in
+    blocks as ``invariants``."""
+    return invariants(system, x, lead, _multipliers)["multipliers"]
+
+
+def _multipliers(system, x) -> dict:
+    return {"multipliers": system.multipliers(x)}
+
+
+def invariants(system, x, lead: int, function=None) -> dict[str, np.ndarray]:
+    """``system.invariants`` (or ``function(system, x)``, a dict of arrays) at every
+    state of ``x`` (``lead`` leading sample axes), in blocks of ``_block`` states: each
+    value independent of the array's size."""
     leaves, treedef = jax.tree.flatten(x)
     shape = np.shape(leaves[0])[:lead]
     n = int(np.prod(shape))
@@ -222,7 +233,9 @@ def invariants(system, x, lead: int) -> dict[str, np.ndarray]:
                 fill = b[-1:] if len(b) else np.zeros((1, *a.shape[1:]), a.dtype)
                 b = np.concatenate([b, np.repeat(fill, size - len(b), axis=0)])
             block.append(b)
-        values = compiled(type(system).invariants, system, jax.tree.unflatten(treedef, block))
+        fn = function or type(system).invariants
+        values = compiled(fn, system, jax.tree.unflatten(treedef, block))
         for k, v in values.items():
             parts.setdefault(k, []).append(np.asarray(v))
-    return {k: np.concatenate(v)[:n].reshape(shape) for k, v in parts.items()}
+    return {k: (lambda a: a[:n].reshape(*shape, *a.shape[1:]))(np.concatenate(v))
+            for k, v in parts.items()}  # fmt: skip

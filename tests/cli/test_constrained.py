@@ -24,6 +24,9 @@ def test_a_preset_chain_and_a_user_constraint_run_and_match_the_library(tmp_path
         assert np.array_equal(ds["q"].values, np.asarray(ref.x[0]))
         assert float(ds["constraints"].max()) < 1e-15
         assert list(ds["dof"].values) == ["x1", "z1", "x2", "z2"]
+        lam = ds["multipliers"]  # the rods' multipliers at every sample
+        assert lam.dims == ("time", "constraint") and "constraint force" in lam.long_name
+        assert np.array_equal(lam.values, np.asarray(system.multipliers(ref.x)))
     out = tmp_path / "sphere.nc"
     argv = ["run", *SPHERE, "--q0", "0.6,0.8,0", "--p0", "0,0,1", "--integrator", "composition",
             "--h", "0.01", "--steps", "100", "--out", str(out), "--quiet"]  # fmt: skip
@@ -68,3 +71,26 @@ def test_project_moves_the_state_and_applies_only_to_constrained_systems(tmp_pat
     code, _, err = invoke(["check", *SPHERE[:4], "--constraints", "nowhere:g",
                            "--integrator", "rattle", "--h", "0.1"], capsys)  # fmt: skip
     assert code == 2 and "--constraints: cannot import 'nowhere:g'" in err
+
+
+def test_a_jointed_chain_writes_its_joint_forces(tmp_path, capsys):
+    """``rigid-bodies --preset link-chain-10`` by the LGVI: the file holds the states the
+    library computes (to round-off: the command line takes R through its validation
+    twice, each an SVD projection) and each joint's force at every sample, those of its
+    own states; the joints at round-off."""
+    out = tmp_path / "links.nc"
+    argv = ["run", "--system", "rigid-bodies", "--preset", "link-chain-10", "--integrator",
+            "lie-group-variational", "--h", "0.001", "--steps", "200", "--save-every", "100",
+            "--out", str(out), "--quiet"]  # fmt: skip
+    assert invoke(argv, capsys)[0] == 0
+    system, x0 = mi.systems.RigidBodies.presets["link-chain-10"]()
+    ref = mi.simulate(system, mi.integrators.LieGroupVariational(), x0, 0.001, 200, 100)
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert np.max(np.abs(ds["R"].values - np.asarray(ref.x[2]))) < 1e-13
+        assert float(ds["constraints"].max()) < 1e-15
+        lam = ds["multipliers"]
+        assert lam.dims == ("time", "joint", "axis")
+        states = tuple(ds[k].values for k in ("x", "p", "R", "Pi"))
+        want = np.asarray(system.multipliers(states))
+        assert np.max(np.abs(lam.values - want)) < 1e-13 * np.max(np.abs(want))
+        assert lam.values[0, 0, 2] < -0.5 * 10 * 0.1 * 9.81  # the top holds the chain up

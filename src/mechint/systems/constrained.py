@@ -87,7 +87,10 @@ class Constrained(PoissonSystem):
         "p": "momentum",
         "constraints": "largest constraint residual max_i |g_i(q)| (0 on the manifold)",
         "constraint_rates": "largest rate residual max_i |(G(q) dT/dp)_i| (0 on the manifold)",
+        "multipliers": "the constraints' multipliers λ (index 1): G(q)ᵀλ is the constraint force",
     }
+    # a run's files hold the multipliers at every sample, along this dimension
+    multiplier_dims: ClassVar[tuple[str, ...]] = ("constraint",)
 
     def __init__(self, system, constraints, params=None, momenta=None):
         if not isinstance(system, Separable) or getattr(system, "time_dependent", False):

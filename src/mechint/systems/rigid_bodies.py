@@ -187,6 +187,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         "e": "conjugate of the time: −∫∂V/∂t dt, so that H + e is kept",
         "constraints": "largest joint residual max |x_a + R_a s_a − x_b − R_b s_b|",
         "constraint_rates": "largest rate of a joint's residual (0 on the manifold)",
+        "multipliers": "each joint's force λ: body a feels −λ at its site, body b +λ",
     }
 
     def __init__(
@@ -268,6 +269,11 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
     def constrained(self) -> bool:  # type: ignore[override]
         """Whether joints hold the bodies (then only the maps that know them serve)."""
         return bool(self.joints)
+
+    @property
+    def multiplier_dims(self) -> tuple[str, ...] | None:
+        """The dimensions of the joints' forces in a run's files (None without joints)."""
+        return ("joint", "axis") if self.joints else None
 
     @property
     def translating(self) -> bool:
