@@ -428,6 +428,10 @@ CONSTRAINED_REFUSAL = (
     "its state must stay on the constraint manifold g(q) = 0, G(q)∇T(p) = 0, which only "
     "the constrained maps keep: use Rattle() (or a Composition of it) or Shake()"
 )
+JOINTS_REFUSAL = (
+    "its joints must hold, which only the constrained Lie group variational map keeps: "
+    "use LieGroupVariational() (or a Composition of it)"
+)
 
 
 def refusal(integrator: Integrator, system) -> str | None:
@@ -435,6 +439,8 @@ def refusal(integrator: Integrator, system) -> str | None:
     constrained system is refused by the maps whose traits do not say so, the rest by
     the map's own ``cannot_serve``."""
     if getattr(system, "constrained", False) and not integrator.traits.constrained:
+        if getattr(system, "joints", ()):
+            return JOINTS_REFUSAL
         return CONSTRAINED_REFUSAL
     if getattr(system, "forced", False) and not integrator.traits.forced:
         return FORCED_REFUSAL

@@ -94,3 +94,29 @@ def test_a_jointed_chain_writes_its_joint_forces(tmp_path, capsys):
         want = np.asarray(system.multipliers(states))
         assert np.max(np.abs(lam.values - want)) < 1e-13 * np.max(np.abs(want))
         assert lam.values[0, 0, 2] < -0.5 * 10 * 0.1 * 9.81  # the top holds the chain up
+
+
+def test_joints_on_the_command_line(tmp_path, capsys):
+    """``rigid-bodies --joints`` with a user's potential: a state off the joints is
+    refused (exit 2, one line), --project moves it there and the run keeps the joints; a
+    bad joint and a map that knows no joints are refused."""
+    base = ["run", "--system", "rigid-bodies", "--inertia", "0.1,0.1,0.01;0.1,0.1,0.01",
+            "--mass", "1,1", "--potential", "tests.systems.constrained_cases:body_gravity",
+            "--joints", "0:0,0,0.5:ground:0,0,0;1:0,0,0.5:0:0,0,-0.5",
+            "--x0", "0.1,0,-0.5;0,0,-1.5", "--Pi0", "0,0.01,0;0,0,0", "--h", "0.001",
+            "--steps", "200", "--save-every", "100", "--quiet"]  # fmt: skip
+    out = tmp_path / "j.nc"
+    lgvi = ["--integrator", "lie-group-variational", "--out", str(out)]
+    code, _, err = invoke([*base, *lgvi], capsys)
+    assert code == 2 and "x0: is off the joints' manifold" in err and err.count("\n") == 1
+    assert invoke([*base, *lgvi, "--project"], capsys)[0] == 0
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert float(ds["constraints"].max()) < 1e-15
+        assert ds["multipliers"].shape == (3, 2, 3)
+        assert "joints" in ds.attrs
+    bad = [a.replace("ground", "floor") for a in base]
+    code, _, err = invoke([*bad, *lgvi], capsys)
+    assert code == 2 and "--joints: joint 1: 'floor' is not a body's index or ground" in err
+    code, _, err = invoke([*base, "--project", "--integrator", "splitting", "--out", str(out)],
+                          capsys)  # fmt: skip
+    assert code == 2 and "use LieGroupVariational()" in err

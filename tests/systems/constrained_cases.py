@@ -69,3 +69,11 @@ def unit_sphere(q):
     import jax.numpy as jnp
 
     return jnp.sum(q**2) - 1.0
+
+
+def body_gravity(x, R):
+    """V = 9.81 Σ z_b, bodies of mass 1 under gravity: the potential the command line's
+    jointed rigid-bodies test imports."""
+    import jax.numpy as jnp
+
+    return 9.81 * jnp.sum(x[:, 2])

@@ -155,9 +155,9 @@ def projected(args: argparse.Namespace, system: System, x0):
     """x0, moved onto the constraint manifold where --project is given."""
     if not _value(args, "project"):
         return x0
-    if not isinstance(system, systems.Constrained):
-        raise InputError("--project", f"does not apply to {system.name}",
-                         "use it with --constraints or pendulum-chain")  # fmt: skip
+    if not getattr(system, "constrained", False):
+        raise InputError("--project", f"does not apply to {system.name} without constraints",
+                         "use it with --constraints, pendulum-chain or rigid-bodies --joints")  # fmt: skip
     return relabel("--project", system.project, x0)
 
 

@@ -161,6 +161,9 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
                   rigid_inputs.flag("rotation_invariant"), text=True),
         Parameter("time_dependent", "true: the potential is V(t, x, R) (V(t, R))",
                   rigid_inputs.flag("time_dependent"), text=True),
+        Parameter("joints", 'spherical joints "a:x,y,z:b:x,y,z;..." (body a\'s site held on '
+                  "body b's, or on a ground point: b = ground)", rigid_inputs.joint_rows,
+                  text=True, example="0:0,0,0.5:ground:0,0,0"),
     )  # fmt: skip
     state_options: ClassVar[tuple[StateOption, ...]] = (
         StateOption("x0", "centres of mass, a row x,y,z per body (rigid-bodies with masses)"),

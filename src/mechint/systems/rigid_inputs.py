@@ -205,6 +205,41 @@ def flag(name: str):
     return parse
 
 
+def joint_rows(text) -> dict:
+    """Joints from text: "a:x,y,z:b:x,y,z" each, separated by ";" (b a body's index or
+    ground, the sites in the bodies' frames, or the ground point)."""
+    joints = []
+    for k, item in enumerate(t for t in str(text).split(";") if t.strip()):
+        parts = [p.strip() for p in item.split(":")]
+        if len(parts) != 4:
+            raise InputError(
+                "joints",
+                f"joint {k + 1} ({item.strip()!r}) is not a:x,y,z:b:x,y,z",
+                'write e.g. "0:0,0,0.5:ground:0,0,0;1:0,0,0.5:0:0,0,-0.5"',
+            )
+
+        def site(word: str, k=k) -> tuple:
+            try:
+                values = tuple(float(v) for v in word.split(","))
+            except ValueError:
+                values = ()
+            if len(values) != 3:
+                raise InputError("joints", f"joint {k + 1}: {word!r} is not x,y,z")
+            return values
+
+        def body(word: str, k=k):
+            if word.lower() == "ground":
+                return "ground"
+            if not word.lstrip("-").isdigit():
+                raise InputError(
+                    "joints", f"joint {k + 1}: {word!r} is not a body's index or ground"
+                )
+            return int(word)
+
+        joints.append((body(parts[0]), site(parts[1]), body(parts[2]), site(parts[3])))
+    return {"joints": joints}
+
+
 def inertia_rows(values) -> dict:
     """Moments (N, 3), or tensors written as rows of 9 numbers (N, 9) → (N, 3, 3)."""
     arr = np.atleast_2d(np.asarray(values, dtype=float))
@@ -242,7 +277,9 @@ def state_from_options(system: RigidBodies, given: dict) -> Any:
         p = given.get("p0")
         parts["p0"] = np.zeros((n, 3)) if p is None else rows("p0", p, 3)
     try:
-        return system.validate_state(tuple(parts[o] for o in own), "x0")[0]
+        # the shapes and rotations; the joints' manifold is judged by the run (after
+        # --project, which moves a state there)
+        return validated_state(system, tuple(parts[o] for o in own), "x0")[0]
     except InputError as exc:
         field = exc.parameter.partition("(")[2].rstrip(")") or "Pi"
         raise InputError(f"{field}0", exc.problem, exc.fix) from None
