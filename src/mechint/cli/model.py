@@ -156,9 +156,12 @@ def projected(args: argparse.Namespace, system: System, x0):
     if not _value(args, "project"):
         return x0
     if not getattr(system, "constrained", False):
-        raise InputError("--project", f"does not apply to {system.name} without constraints",
-                         "use it with --constraints, pendulum-chain or rigid-bodies --joints")  # fmt: skip
-    return relabel("--project", system.project, x0)
+        raise InputError(
+            "--project",
+            f"does not apply to {system.name} without constraints",
+            "use it with --constraints, pendulum-chain or rigid-bodies --joints",
+        )
+    return relabel("--project", system.project, x0)  # type: ignore[attr-defined]
 
 
 def orientation(args: argparse.Namespace, system: System) -> np.ndarray | None:
