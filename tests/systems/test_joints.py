@@ -199,3 +199,16 @@ def test_bad_joints_and_maps_that_do_not_know_joints():
                                     joints=[Joint(0, (0, 0, 1), 1, (0, 0, 0))])  # fmt: skip
     with pytest.raises(InputError, match="planar"):
         MatrixBodies(planar)
+
+
+def test_float32_runs_stay_float32_on_the_joints():
+    """A chain given and run in float32: accepted at float32's round-off (its rounding
+    of a state on the joints is not refused), the run stays float32 and keeps the joints
+    to a few float32 ulps of the chain's size."""
+    system, x0 = _tilted_chain()
+    x32 = tuple(np.asarray(a, np.float32) for a in x0)
+    system.validate_state(x32)
+    traj = mi.simulate(system, LGVI, x32, 0.01, 200, 20, dtype="float32")
+    assert traj.x[0].dtype == np.float32 and int(traj.failed_step) == -1
+    inv = traj.invariants()  # of the run's system, cast to float32
+    assert float(np.max(inv["constraints"])) < 8 * np.finfo(np.float32).eps * 3.0

@@ -269,9 +269,10 @@ def worst(g, sg, g_dot, sv):
     return jnp.where(jnp.isfinite(out), out, jnp.inf)
 
 
-def check_state(system: RigidBodies, state, name: str) -> None:
-    """Refuse a state (or batch) off T*Q, with its residuals (a traced state or system
-    is the caller's: it cannot be inspected)."""
+def check_state(system: RigidBodies, state, name: str, dtype=None) -> None:
+    """Refuse a state (or batch) off T*Q, with its residuals, judged at the precision
+    ``dtype`` it was given in (a traced state or system is the caller's: it cannot be
+    inspected)."""
     if traced((system, state)):
         return
     parts = system.parts(state)
@@ -280,7 +281,7 @@ def check_state(system: RigidBodies, state, name: str) -> None:
     for _ in lead:
         one = jax.vmap(one, in_axes=(None, 0))
     g, sg, g_dot, sv = jax.tree.map(np.asarray, jax.jit(one)(system, state))
-    tol = manifold_tolerance(np.asarray(parts[2]).dtype)
+    tol = manifold_tolerance(np.asarray(parts[2]).dtype if dtype is None else dtype)
     rel_g = np.max(np.abs(g) / np.maximum(sg, np.finfo(float).tiny))
     rel_v = np.max(np.abs(g_dot) / np.maximum(sv, np.finfo(float).tiny))
     if not (rel_g <= tol and rel_v <= tol):

@@ -582,8 +582,10 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
 
     def validate_state(self, x, name: str = "x0") -> tuple[tuple, bool]:
         state, batched = self._validated(x, name)
-        if self.joints:  # on the joints' manifold, to round-off
-            jointing.check_state(self, state, name)
+        if self.joints:  # on the joints' manifold, to round-off of the precision given
+            given = [np.asarray(a).dtype for a in jax.tree.leaves(x) if hasattr(a, "dtype")]
+            coarsest = max(given, key=lambda d: np.finfo(d).eps, default=np.dtype(float))
+            jointing.check_state(self, state, name, coarsest)
         return state, batched
 
     def starting_state(self, x, t0):
