@@ -123,7 +123,7 @@ class LieGroupVariational(ImplicitIntegrator):
         K = joints.jacobian(system, R)
         y = system.kick(x, 0.5 * h)
         args = (system, y, K, h)
-        g_scale = jnp.max(joints.scales(system, *system.parts(x))[0])
+        g_scale = jnp.max(joints.position_scales(system, pos, R))
         nu, st = self.solver.solve(
             partial(_joint_positions, self),
             jnp.zeros(K.shape[0], K.dtype),
@@ -135,15 +135,11 @@ class LieGroupVariational(ImplicitIntegrator):
         y, st_free = self.free_step(system, _with_impulse(system, y, K, nu), h)
         y = system.kick(y, 0.5 * h)
         pos, p, R, Pi = system.parts(y)
-        p_hat, Pi_hat = p, Pi
-        p, Pi = joints.project_momenta(system, pos, p, R, Pi)
+        u_hat = joints.velocities(system, p, Pi)  # before the projection
+        p, Pi = joints.project_momenta(system, p, Pi, joints.jacobian(system, R))
         y = system.join(pos, p, R, Pi, system.clock(y))
-        g, sg, g_dot, sv = joints.state_residuals(system, y)
-        # the rates' scale: also the momenta before the projection (their rounding stays)
-        u_hat = joints.velocities(system, p_hat, Pi_hat)
-        sv = jnp.maximum(sv, jnp.abs(joints.jacobian(system, R)) @ jnp.abs(u_hat))
-        worst = joints.worst(g, sg, g_dot, sv)
-        on = maps.status(worst <= manifold_tolerance(g.dtype), worst, Reason.SINGULAR)
+        worst = joints.worst(*joints.state_residuals(system, y, u_hat))
+        on = maps.status(worst <= manifold_tolerance(K.dtype), worst, Reason.SINGULAR)
         newton = maps.status(st.converged, st.residual, Reason.NOT_CONVERGED)
         return y, maps.combine([newton, st_free, on])
 

@@ -210,10 +210,10 @@ def impulse(system: RigidBodies, p, Pi, K, nu):
     return p - f[:, :3], Pi - f[:, 3:]
 
 
-def project_momenta(system: RigidBodies, pos, p, R, Pi):
-    """(p, Π) with K u = 0: the impulse −Kᵀμ, (K𝕄⁻¹Kᵀ) μ = K u (the nearest in the
-    metric 𝕄⁻¹ of the momenta; the second half of RATTLE)."""
-    K = jacobian(system, R)
+def project_momenta(system: RigidBodies, p, Pi, K):
+    """(p, Π) with K u = 0 (K the joints' ``jacobian`` at the state): the impulse −Kᵀμ,
+    (K𝕄⁻¹Kᵀ) μ = K u (the nearest in the metric 𝕄⁻¹ of the momenta; the second half of
+    RATTLE)."""
     mu = jnp.linalg.solve(K @ inverse_mass(system, K).T, K @ velocities(system, p, Pi))
     return impulse(system, p, Pi, K, mu)
 
@@ -231,17 +231,24 @@ def multipliers(system: RigidBodies, state, free_field):
     return jnp.linalg.solve(K @ inverse_mass(system, K).T, rhs)
 
 
-def scales(system: RigidBodies, pos, p, R, Pi):
-    """The size of the terms of each g_i and of its rate, (3J,) each: |x_a| + |s_a| +
-    |x_b| + |s_b| for g, and |K| (|u| + √(|a| ℓ)) for its rate, a the accelerations the
-    potential gives and ℓ each body's size (its distance from the origin and its sites):
-    a chain at rest has rates that are rounding of the speeds its forces give."""
+def position_scales(system: RigidBodies, pos, R):
+    """The size of the terms of each g_i, (3J,): |x_a| + |s_a| + |x_b| + |s_b|."""
     a, b, ground, sa, sb = _tables(system, R.dtype)
     norm = jnp.abs(pos).max(axis=-1)
     size_a = norm[a] + jnp.abs(sa).max(axis=-1)
     size_b = jnp.where(ground, 0.0, norm[b]) + jnp.abs(sb).max(axis=-1)
-    sg = jnp.repeat(size_a + size_b, 3)
-    K = jacobian(system, R)
+    return jnp.repeat(size_a + size_b, 3)
+
+
+def scales(system: RigidBodies, pos, p, R, Pi, K):
+    """The size of the terms of each g_i and of its rate, (3J,) each
+    (``position_scales``, and |K| (|u| + √(|a| ℓ)) for the rates, a the accelerations
+    the potential gives and ℓ each body's size (its distance from the origin and its
+    sites): a chain at rest has rates that are rounding of the speeds its forces give);
+    K the joints' ``jacobian`` at the state."""
+    a, b, ground, sa, sb = _tables(system, R.dtype)
+    norm = jnp.abs(pos).max(axis=-1)
+    sg = position_scales(system, pos, R)
     force, M = system.forces(pos, R)
     acc = inverse_mass(system, jnp.concatenate([force, M], axis=-1).reshape(1, -1))[0]
     reach = jnp.zeros(system.bodies, R.dtype).at[a].max(jnp.abs(sa).max(axis=-1))
@@ -251,12 +258,16 @@ def scales(system: RigidBodies, pos, p, R, Pi):
     return sg, sv
 
 
-def state_residuals(system: RigidBodies, state):
-    """(g, its scale, ġ, its scale) of one state."""
+def state_residuals(system: RigidBodies, state, u_hat=None):
+    """(g, its scale, ġ, its scale) of one state, from one K.  ``u_hat``, the velocities
+    before a projection of the momenta, joins the rates' scale: its kicks are the terms
+    the projected momenta sum, whose rounding remains."""
     pos, p, R, Pi = system.parts(state)
-    sg, sv = scales(system, pos, p, R, Pi)
-    g_dot = jacobian(system, R) @ velocities(system, p, Pi)
-    return residual(system, pos, R), sg, g_dot, sv
+    K = jacobian(system, R)
+    sg, sv = scales(system, pos, p, R, Pi, K)
+    if u_hat is not None:
+        sv = jnp.maximum(sv, jnp.abs(K) @ jnp.abs(u_hat))
+    return residual(system, pos, R), sg, K @ velocities(system, p, Pi), sv
 
 
 def worst(g, sg, g_dot, sv):
@@ -269,6 +280,10 @@ def worst(g, sg, g_dot, sv):
     return jnp.where(jnp.isfinite(out), out, jnp.inf)
 
 
+_one_residuals = jax.jit(state_residuals)
+_batch_residuals = jax.jit(jax.vmap(state_residuals, in_axes=(None, 0)))
+
+
 def check_state(system: RigidBodies, state, name: str, dtype=None) -> None:
     """Refuse a state (or batch) off T*Q, with its residuals, judged at the precision
     ``dtype`` it was given in (a traced state or system is the caller's: it cannot be
@@ -277,10 +292,8 @@ def check_state(system: RigidBodies, state, name: str, dtype=None) -> None:
         return
     parts = system.parts(state)
     lead = parts[3].shape[:-2]
-    one = state_residuals
-    for _ in lead:
-        one = jax.vmap(one, in_axes=(None, 0))
-    g, sg, g_dot, sv = jax.tree.map(np.asarray, jax.jit(one)(system, state))
+    residuals = _batch_residuals if lead else _one_residuals  # one compiled program each
+    g, sg, g_dot, sv = jax.tree.map(np.asarray, residuals(system, state))
     tol = manifold_tolerance(np.asarray(parts[2]).dtype if dtype is None else dtype)
     rel_g = np.max(np.abs(g) / np.maximum(sg, np.finfo(float).tiny))
     rel_v = np.max(np.abs(g_dot) / np.maximum(sv, np.finfo(float).tiny))
@@ -310,7 +323,7 @@ def project(system: RigidBodies, state, iterations: int = 50):
         return pos + du[:, :3], R @ so3.exp(du[:, 3:])
 
     pos, R = jax.lax.fori_loop(0, iterations, body, (pos, R))
-    p, Pi = project_momenta(system, pos, p, R, Pi)
+    p, Pi = project_momenta(system, p, Pi, jacobian(system, R))
     return system.join(pos, p, R, Pi, clock)
 
 
