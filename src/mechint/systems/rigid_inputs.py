@@ -154,7 +154,8 @@ def _attitudes(value, n: int) -> np.ndarray:
 def rotation_matrices(name: str, value, n: int, lead: tuple[int, ...]) -> np.ndarray:
     """Rotations of shape (*lead, n, 3, 3) from ``value`` as given: orthogonal to round-off
     (``_validate.rotation_tolerance``: 1e-10, or 64 ulps of a float32 input; projected
-    onto SO(3), removing it), det > 0; else ``InputError`` naming ``name``."""
+    onto SO(3), removing it, unless already within 8 ulps of float64), det > 0; else
+    ``InputError`` naming ``name``."""
     R = real_array(name, value)
     if R.shape != (*lead, n, 3, 3):
         raise InputError(name, f"expected shape {(*lead, n, 3, 3)}, got {R.shape}")
@@ -167,6 +168,8 @@ def rotation_matrices(name: str, value, n: int, lead: tuple[int, ...]) -> np.nda
             f"{np.min(det):.3g})",
             "give attitudes in SO(3) (body → space), e.g. the identity",
         )
+    if defect <= 8 * np.finfo(np.float64).eps:  # a rotation to float64's round-off: as
+        return R  # given, so that validating a validated state changes no bit
     U, _, Vt = np.linalg.svd(R)
     return U @ Vt  # the nearest rotation (det > 0 kept: the defect is round-off)
 
