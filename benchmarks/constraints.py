@@ -265,9 +265,7 @@ def main(quick: bool = False) -> dict:
         lines.append(_row(f"MuJoCo {version} {integ}", f"{band:.2e}", f"{drift:+.2e}",
                           "0 (joint coordinates)", f"{sps:,.0f}"))  # fmt: skip
         result[f"mujoco {integ}"] = (band, drift, sps)
-    E, t, sps, rod, batch_sps = mechint_chain(
-        chain, xc, h, steps, every, batch=CHAINS[quick]
-    )
+    E, t, sps, rod, batch_sps = mechint_chain(chain, xc, h, steps, every, batch=CHAINS[quick])
     band, drift = _band_drift(t, E)
     lines.append(f"| mechint Rattle() | {band:.2e} | {drift:+.2e} | {rod:.1e} | {sps:,.0f} |")
     lines.append(_row(f"mechint Rattle(), batch of {CHAINS[quick]} chains", "", "", "",
