@@ -39,7 +39,7 @@ def test_stability_map_megno_escape_and_the_cli(tmp_path, capsys):
     el["a"][:, 1], el["e"][:, 1] = a.ravel(), e.ravel()
     system, x0 = NBody.from_elements(MASSES, el, 1.0, escape=20.0)
     run = mi.simulate(system, mi.integrators.Tangent(mi.integrators.WisdomHolman()), x0, 5.0,
-                      629, throw=False)  # fmt: skip
+                      629, 629, throw=False)  # fmt: skip
     escaped = np.asarray(run.reason_code) == int(mi.integrators.Reason.OUT_OF_DOMAIN)
     np.testing.assert_array_equal(ds["escaped"].values.ravel(), escaped)
     assert escaped.any() and not escaped.all()
