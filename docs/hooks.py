@@ -192,8 +192,9 @@ API = {
     "integrators": (
         "Integrators",
         "The one-step maps, each with its declared traits; the protocol they follow "
-        "(``mechint.maps``) is at the end.",
-        lambda: [*_public("mechint.integrators"), "mechint.maps"],
+        "(``mechint.maps``) and how maps and systems of your own are named "
+        "(``mechint.plugins``) are at the end.",
+        lambda: [*_public("mechint.integrators"), "mechint.maps", "mechint.plugins"],
     ),
     "exact": ("Exact solutions", "References to measure maps against.",
               lambda: _public("mechint.exact")),

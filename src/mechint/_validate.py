@@ -303,15 +303,26 @@ def function_reference(parameter: str, value) -> Any:
     command line's reference to a user's function), imported; importing runs that
     module, as ``python -c "import package.module"`` would.  ``InputError`` naming
     ``parameter`` for anything else."""
+    obj = imported(parameter, value, "function")
+    if not callable(obj):
+        raise InputError(parameter, f"{value!r} is not a function")
+    return obj
+
+
+def imported(parameter: str, value, what: str) -> Any:
+    """The object a text "package.module:name" names, imported (``what`` it should be,
+    for the messages: "function", "class"); ``InputError`` naming ``parameter`` where
+    the text is not such a reference or the import fails."""
     if not isinstance(value, str):
-        raise InputError(parameter, f"must be a function, got {type(value).__name__}")
+        raise InputError(parameter, f"must be a {what}, got {type(value).__name__}")
     module, _, attr = value.partition(":")
     names = [*module.split("."), *attr.split(".")]
     if not attr or not all(n.isidentifier() for n in names):
         raise InputError(
             parameter,
-            f"{value!r} is not a reference to a function",
-            'write "package.module:function" (a module on the Python path)',
+            f"{value!r} is not a reference to a {what}",
+            f'write "package.module:{"Class" if what == "class" else what}" (a module on the '
+            "Python path)",
         )
     try:
         obj: Any = importlib.import_module(module)
@@ -321,8 +332,6 @@ def function_reference(parameter: str, value) -> Any:
         raise InputError(
             parameter, f"cannot import {value!r}: {exc}", "check the module is on PYTHONPATH"
         ) from None
-    if not callable(obj):
-        raise InputError(parameter, f"{value!r} is not a function")
     return obj
 
 

@@ -2,7 +2,7 @@
 
 An integrator is an immutable, hashable frozen dataclass whose fields are settings (so
 the driver can use it as a static argument and compile once per (system type,
-integrator)).  Subclasses are abstract or final (STYLE.md §1, §11).  It declares
+integrator)).  Subclasses are abstract or final.  It declares
 
 - ``name`` (CLI name) and ``traits`` (order, symmetric, explicit, symplectic, Poisson);
 - ``cannot_serve(system) -> str | None``: why it cannot advance ``system`` (None if it

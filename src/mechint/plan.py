@@ -84,10 +84,18 @@ def _instance(value, base: type[T], parameter: str, kind: str, make: str, shown:
 
 
 def check_system(system) -> System:
-    """``system`` if it is a mechint system, else ``InputError``."""
-    return _instance(system, System, "system", "a system", "(...) with its parameters",
-                     type(system).__name__,
-                     "use one of mechint.systems, or subclass mechint.systems.System")  # fmt: skip
+    """``system`` if it is a mechint system (a JAX pytree: the compiled loop takes its
+    parameters as arrays), else ``InputError``."""
+    _instance(system, System, "system", "a system", "(...) with its parameters",
+              type(system).__name__,
+              "use one of mechint.systems, or subclass mechint.systems.System")  # fmt: skip
+    leaves = jax.tree_util.tree_leaves(system)
+    if len(leaves) == 1 and leaves[0] is system:
+        name = type(system).__name__
+        fix = (f"decorate the class: @mechint.systems.register_pytree(data=(<its parameter "
+               f"fields>,)) above class {name} (docs/extending.md)")  # fmt: skip
+        raise InputError("system", f"{name} is not registered as a JAX pytree", fix)
+    return system
 
 
 def check_integrator(integrator) -> Integrator:

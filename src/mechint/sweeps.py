@@ -51,9 +51,10 @@ from typing import Any, cast
 import jax
 import numpy as np
 
-from mechint import _validate, integrators, io, resources, systems
+from mechint import _validate, integrators, io, plugins, resources, systems
 from mechint._version import __version__
 from mechint.errors import InputError
+from mechint.integrators.registry import relabel
 from mechint.maps import REASON_LABELS
 from mechint.plan import compensates
 from mechint.simulate import simulate
@@ -106,7 +107,7 @@ def load(source) -> Experiment:
             raise InputError(key, "is required in the experiment")
     spec = dict(doc["system"])
     name = spec.pop("name", None)
-    cls = _validate.lookup("system.name", systems.SYSTEMS, name)
+    cls = relabel("system.name", systems.get, name)
     grid = dict(spec.pop("grid", {}))
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
@@ -151,12 +152,14 @@ def _compensated(value) -> bool | None:
 def _integrator_spec(spec):
     """A name, or (name, sorted settings) from a table {name = ..., setting = ...}."""
     if isinstance(spec, str):
-        _validate.lookup("integrators", integrators.INTEGRATORS, spec)
+        relabel("integrators", integrators.get, spec)
         return spec
     if not isinstance(spec, dict) or "name" not in spec:
         raise InputError("integrators", f"expected a name or a table with a name, got {spec!r}")
     spec = dict(spec)
-    name = _validate.lookup("integrators", integrators.INTEGRATORS, spec.pop("name")).name
+    name = spec.pop("name")
+    cls = relabel("integrators", integrators.get, name)
+    name = name if plugins.is_reference(name) else cls.name  # a reference stays one
     return (name, tuple(sorted((k, str(v)) for k, v in spec.items())))
 
 

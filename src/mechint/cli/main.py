@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 
+from mechint import plugins
 from mechint._version import __version__
 from mechint.cli import check, compare, demo, integrals, run, section, stability, sweep
 from mechint.errors import InputError, StepFailure
@@ -116,10 +117,30 @@ def main(argv: list[str] | None = None) -> int:
     # NumPy's floating-point warnings (an overflow in an invariant of a huge state) would
     # add lines to a one-line report; the report says what failed, and where
     np.seterr(all="ignore")
+    argv = negative_values(sys.argv[1:] if argv is None else list(argv))
+    command = next((a for a in argv if not a.startswith("-")), "")
+    # a warning (a system's numbers that are a special case, a package's entry point
+    # left out) is one line too
+    shown, warnings.formatwarning = warnings.formatwarning, _note(command)
+    try:
+        # the classes of installed packages and those the options reference
+        # (package.module:Class) are registered while the command runs: their options
+        # are the parser's
+        with plugins.referenced(argv):
+            _command(argv)
+    except InputError as exc:  # a reference that is not a class of ours
+        print(f"mechint {command}: error: {_oneline(exc, 1000)}", file=sys.stderr)
+        sys.exit(2)
+    finally:
+        warnings.formatwarning = shown
+    return 0  # not reached: the command exits with its code
+
+
+def _command(argv: list[str]) -> None:
+    """Parse ``argv`` and run its command; exits with the command's code."""
     parser = build_parser()
-    args = parser.parse_args(negative_values(sys.argv[1:] if argv is None else list(argv)))
-    # a warning (a system's numbers that are a special case) is one line too
-    shown, warnings.formatwarning = warnings.formatwarning, _note(args.command)
+    args = parser.parse_args(argv)
+    warnings.formatwarning = _note(args.command)
     try:
         _backend()
         code = args.handler(args)
@@ -142,8 +163,6 @@ def main(argv: list[str] | None = None) -> int:
               f"{_oneline(exc)} (please report it; MECHINT_DEBUG=1 shows the traceback)",
               file=sys.stderr)  # fmt: skip
         code = 1
-    finally:
-        warnings.formatwarning = shown
     sys.exit(code)
 
 

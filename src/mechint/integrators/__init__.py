@@ -5,7 +5,6 @@ class's ``settings`` table gives its options (``--scheme``, ``--order``, ...), a
 ``build(name, system, settings)`` constructs one from them.
 """
 
-from mechint._validate import lookup
 from mechint.integrators import flows
 from mechint.integrators.compensated import Compensated
 from mechint.integrators.composition import Composition
@@ -33,7 +32,7 @@ from mechint.integrators.lie_group import RKMK, CommutatorFree, Magnus
 from mechint.integrators.lie_group_variational import LieGroupVariational
 from mechint.integrators.oriented import Oriented
 from mechint.integrators.rattle import Rattle, Shake
-from mechint.integrators.registry import INTEGRATORS, SETTINGS, build, serving, settings_for
+from mechint.integrators.registry import INTEGRATORS, SETTINGS, build, get, serving, settings_for
 from mechint.integrators.reversible_adaptive import ReversibleAdaptive
 from mechint.integrators.rigid_body_splitting import RigidBodySplitting
 from mechint.integrators.settle import Settle
@@ -53,12 +52,6 @@ from mechint.maps import (
     Traits,
     Wrapper,
 )
-
-
-def get(name: str):
-    """The integrator class registered under the CLI name ``name``."""
-    return lookup("integrator", INTEGRATORS, name)
-
 
 __all__ = [
     "COMPOSITION_SCHEMES",

@@ -1,4 +1,4 @@
-r"""Composition coefficients as checked data (STYLE.md §3).
+r"""Composition coefficients as checked data.
 
 A composition scheme γ = (γ_1, ..., γ_s) turns a one-step map Φ_h into
 Ψ_h = Φ_{γ_s h} ∘ ... ∘ Φ_{γ_1 h}.  For a symmetric base map, Φ_h = exp(h Y1 + h³ Y3 +

@@ -68,12 +68,30 @@ def settings_for() -> dict[str, list[tuple[str, Setting]]]:
 SETTINGS = settings_for()
 
 
+def get(name: str) -> type[Integrator]:
+    """The integrator class registered under ``name`` (the installed packages' entry
+    points included), or the class a reference "package.module:Class" names (a subclass
+    of ``Integrator``; ``mechint.plugins``)."""
+    from mechint import plugins
+
+    if plugins.is_reference(name):
+        return INTEGRATORS.get(name) or plugins.reference("integrator", name)
+    if not isinstance(name, str) or name not in INTEGRATORS:
+        plugins.load()
+    try:
+        return lookup("integrator", INTEGRATORS, name)
+    except InputError as exc:
+        fix = f"{exc.fix}, or a class of your own: package.module:Class"
+        raise InputError(exc.parameter, exc.problem, fix) from None
+
+
 def build(name: str, system=None, settings: dict[str, Any] | None = None) -> Integrator:
-    """The integrator ``name`` with ``settings`` (name → value; None values are unset).
+    """The integrator ``name`` (``get``: a registered name or a reference) with
+    ``settings`` (name → value; None values are unset).
 
     A setting the integrator does not take is an ``InputError`` naming it; a setting
     whose default depends on the system (composition's base) uses ``system``."""
-    cls = lookup("integrator", INTEGRATORS, name)
+    cls = get(name)
     given = {k: v for k, v in (settings or {}).items() if v is not None}
     own = {s.name: s for s in cls.settings}
     for key in given:
@@ -101,6 +119,9 @@ def serving(system) -> dict[str, Integrator]:
     """Every registered integrator, with its default settings for ``system``, that can
     advance ``system`` (by name, in the registry's order): the pairs the tests, the
     methods table and the benchmarks go through."""
+    from mechint import plugins
+
+    plugins.load()
     out = {}
     for name in INTEGRATORS:
         try:

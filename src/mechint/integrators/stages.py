@@ -1,5 +1,5 @@
 r"""The stage loop shared by splitting and composition methods, and splitting
-coefficients as checked data (STYLE.md §3).
+coefficients as checked data.
 
 A staged method is a plan ((Φ¹, c_1), ..., (Φˢ, c_s)): Ψ_h = Φˢ_{c_s h} ∘ ... ∘ Φ¹_{c_1 h}.
 ``advance`` runs it: as a ``lax.scan`` over the coefficients when every stage uses the

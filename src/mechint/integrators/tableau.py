@@ -1,4 +1,4 @@
-"""Runge-Kutta coefficients as checked data (STYLE.md §3)."""
+"""Runge-Kutta coefficients as checked data."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ numbers (their ``parameter_table``); adding a system is its module plus one line
 (``docs/extending.md``).
 """
 
+from mechint._pytree import register_pytree
 from mechint._validate import lookup
 from mechint.systems import nbody, potentials
 from mechint.systems.attitude import AttitudeKinematics
@@ -104,7 +105,15 @@ FLOWS = (
 
 
 def get(name: str) -> type[System]:
-    """The system class registered under the CLI name ``name``."""
+    """The system class registered under the CLI name ``name`` (the installed packages'
+    entry points included), or the class a reference "package.module:Class" names (a
+    subclass of ``System``; ``mechint.plugins``)."""
+    from mechint import plugins
+
+    if plugins.is_reference(name):
+        return SYSTEMS.get(name) or plugins.reference("system", name)
+    if not isinstance(name, str) or name not in SYSTEMS:
+        plugins.load()
     return lookup("system", SYSTEMS, name)
 
 
@@ -166,4 +175,5 @@ __all__ = [
     "link_chain_state",
     "nbody",
     "potentials",
+    "register_pytree",
 ]

@@ -1,7 +1,7 @@
 """What every system declares, the capability bases, and the state validation they share.
 
 A system is an immutable JAX pytree (parameters are leaves, so one compiled run serves
-every parameter value); concrete systems are final, bases abstract (STYLE.md §1, §11).
+every parameter value); concrete systems are final, bases abstract.
 ``System`` declares what every system has:
 
 - ``name`` (CLI name), ``state_fields`` ``((var, dims), ...)`` naming the state leaves
