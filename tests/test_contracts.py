@@ -23,6 +23,8 @@ I = mi.integrators
 def _system(cls):
     if cls is S.NBody:  # its masses have no default
         return cls([1.0, 1e-3, 3e-4])
+    if cls is S.QuadraticField:  # its coefficients have none: the Euler top's field
+        return cls(lambda m: jnp.cross(m, m / jnp.array([2.0, 1.0, 2.0 / 3.0])), dim=3)
     return cls((2.0, 1.0, 2.0 / 3.0)) if cls is S.EulerTop else cls()
 
 
@@ -148,7 +150,15 @@ def test_integrator_settings_are_one_table_for_cli_and_experiments():
     )
     assert {n for n, _ in I.SETTINGS["variant"]} == {"symplectic-euler", "discrete-gradient"}
     assert set(I.SETTINGS) == {"variant", "scheme", "base", "order", "stages", "coordinates",
-                               "kernel", "corrector", "corrector2", "n", "corrected"}  # fmt: skip
+                               "kernel", "corrector", "corrector2", "n", "corrected",
+                               "sigma"}  # fmt: skip
+    # a wrapper named as the maps are, its base's default from the system
+    with pytest.raises(mi.InputError, match="sigma: is required by reversible-adaptive"):
+        I.build("reversible-adaptive", kepler)
+    sigma = {"sigma": "mechint.exact:kepler_flow"}  # any function: only its reference here
+    adaptive = cast(I.ReversibleAdaptive, I.build("reversible-adaptive", kepler, sigma))
+    assert adaptive.base == I.StormerVerlet() and adaptive.sigma is mi.exact.kepler_flow
+    assert {n for n, _ in I.SETTINGS["base"]} == {"composition", "reversible-adaptive"}
 
 
 def test_splitting_schemes_are_checked_data():

@@ -193,6 +193,18 @@ def _loop_state(plan: Plan, given):
                               [np.asarray(a, dtype=real) for a in leaves])  # fmt: skip
 
 
+def unlayered(integrator: Integrator) -> Integrator:
+    """The map a plan was made for: ``integrator`` without the layers the plan adds from
+    a run's options (``Compensated``, ``Oriented``: ``simulate`` adds them again from the
+    same options); a wrapper given as the map (``ReversibleAdaptive``) stays."""
+    from mechint.integrators.compensated import Compensated
+    from mechint.integrators.oriented import Oriented
+
+    while isinstance(integrator, (Compensated, Oriented)):
+        integrator = integrator.base
+    return integrator
+
+
 def compensates(integrator: Integrator, system, compensated, compensation=None) -> bool:
     """Whether a run adds its increments by compensated summation: ``compensated`` as
     given (True, False), or None: the map's choice (``compensated_by_default``), and on

@@ -77,6 +77,13 @@ class Resumed:
                 e = (e, self.tail["g_compensation"])
         return x, g, e
 
+    def clock(self):
+        """The clock (t, ρ) of variable steps at the last sample on file (per member), or
+        None for a run with constant steps."""
+        if "clock" not in self.last:
+            return None
+        return np.take(np.asarray(self.last["clock"]), 0, axis=1 if self.batched else 0)
+
     def loop_state(self, system):
         """The map's own coordinates at the last sample on file (``Trajectory.loop_state``),
         or None for a map without them."""
@@ -313,8 +320,9 @@ class RunFile:
         with h5netcdf.File(out, "r") as fh:
             attrs = {k: v.item() if isinstance(v, np.generic) else v
                      for k, v in fh.attrs.items()}  # fmt: skip
-            if "g" in fh.variables:
-                fields.append("g")
+            # the parts of the state the wrappers carry: the attitude, the clock of
+            # variable steps, Tangent's vectors (a continued run starts from them)
+            fields += [k for k in ("g", "clock", "tangent") if k in fh.variables]
             batched = "sample" in fh.variables[fields[0]].dimensions
             axis = 1 if batched else 0
             merged = fh.variables["time"].shape[0]

@@ -10,7 +10,7 @@ import argparse
 
 import numpy as np
 
-from mechint import integrators, systems
+from mechint import _validate, integrators, systems
 from mechint.cli import parsing
 from mechint.errors import InputError
 from mechint.integrators.registry import relabel as relabel
@@ -64,6 +64,18 @@ def add_system_options(p: argparse.ArgumentParser) -> None:
                    "rattle, shake or a composition of rattle)")  # fmt: skip
     p.add_argument("--project", action="store_true", help="move the initial state onto the "
                    "constraint manifold first (a constrained state must lie on it)")  # fmt: skip
+    p.add_argument("--force", help="package.module:function, a force f(t, x) of the time "
+                   "and the state (on p for a canonical system, in its coordinates for "
+                   "others; systems.Forced: the work done and the energy balance "
+                   "H - work + dissipated are carried along, run by the maps that take "
+                   "forces)")  # fmt: skip
+    p.add_argument("--dissipation", help="package.module:function, a dissipation matrix "
+                   "R(x) >= 0 (on dH/dp for a canonical system; systems.Forced: the energy "
+                   "it takes is carried along)")  # fmt: skip
+    p.add_argument("--time-transform", help="package.module:function, g(q, p) > 0: the "
+                   "canonical system in the fictive time s with dt/ds = g (systems."
+                   "TimeTransformed: steps of h in s, e.g. g = |q|^1.5 for an eccentric orbit; "
+                   "the files hold the physical time t and the energy's conjugate e)")  # fmt: skip
 
 
 def add_integrator_options(p: argparse.ArgumentParser, *, several: bool = False) -> None:
@@ -134,7 +146,36 @@ def build_system(args: argparse.Namespace) -> System:
     except InputError as exc:
         option = exc.parameter if exc.parameter in table else next(iter(table), exc.parameter)
         raise InputError(f"--{option}", exc.problem, exc.fix) from None
-    return constrained(args, system)
+    return transformed(args, constrained(args, system))
+
+
+def transformed(args: argparse.Namespace, system: System) -> System:
+    """``system`` in the fictive time of --time-transform, or with the --force and
+    --dissipation of ``systems.Forced``, where given (errors name the option)."""
+    g = _value(args, "time_transform")
+    force, dissipation = _value(args, "force"), _value(args, "dissipation")
+    if g is not None:
+        if force is not None or dissipation is not None:
+            raise InputError("--time-transform", "does not go with --force or --dissipation",
+                             "the forced system takes variable steps from --integrator "
+                             "reversible-adaptive --sigma package.module:function")  # fmt: skip
+        fn = relabel("--time-transform", _validate.function_reference, "g", g)
+        try:
+            return systems.TimeTransformed(system, fn)
+        except InputError as exc:
+            option = "--system" if exc.parameter == "system" else "--time-transform"
+            raise InputError(option, exc.problem, exc.fix) from None
+    if force is None and dissipation is None:
+        return system
+    functions = {}
+    for option, text in (("--force", force), ("--dissipation", dissipation)):
+        if text is not None:
+            functions[option[2:]] = relabel(option, _validate.function_reference, option, text)
+    try:
+        return systems.Forced(system, **functions)
+    except InputError as exc:
+        option = "--system" if exc.parameter == "system" else f"--{exc.parameter}"
+        raise InputError(option, exc.problem, exc.fix) from None
 
 
 def constrained(args: argparse.Namespace, system: System) -> System:

@@ -11,8 +11,8 @@ import jax
 from mechint import _validate, integrators, io, resources
 from mechint.cli import guard, model, parsing
 from mechint.errors import StepFailure
-from mechint.maps import innermost, unwrap_all
-from mechint.plan import Plan, make_plan
+from mechint.maps import unwrap_all
+from mechint.plan import Plan, make_plan, unlayered
 from mechint.runfile import RunFile, segment_dir
 from mechint.simulate import simulate
 
@@ -161,11 +161,11 @@ def _run(args, plan: Plan, out: Path, plot: Path | None, every: float) -> int:
     g0 = extras.get("orientation")
     record = io.run_record(system, plan.recorded, h, save_every, steps, plan.dtype)
     resumed = RunFile.resume(out, system, record, x0, g0) if args.resume else None
-    start, todo, t0, e0, z0 = x0, steps, 0.0, None, None
+    start, todo, t0, e0, z0, clock = x0, steps, 0.0, None, None, None
     if resumed is not None:
         done = (resumed.samples - 1) * save_every
         start, g0, e0 = resumed.start(system)
-        z0 = resumed.loop_state(system)
+        z0, clock = resumed.loop_state(system), resumed.clock()
         todo, t0 = steps - done, resumed.t0 + h * (save_every * (resumed.samples - 1))
     writer = RunFile(out, system, plan.recorded, h, save_every, steps, plan.dtype,
                      every=every, resumed=resumed)  # fmt: skip
@@ -173,7 +173,7 @@ def _run(args, plan: Plan, out: Path, plot: Path | None, every: float) -> int:
         writer.close()
         print(f"{out} is already complete ({steps} steps)")
         return 0
-    base = innermost(plan.integrator)  # simulate wraps it again from the options
+    base = unlayered(plan.integrator)  # simulate adds the options' layers again
     with guard.stop_on_signals() as stop:
         try:
             traj = simulate(
@@ -182,7 +182,7 @@ def _run(args, plan: Plan, out: Path, plot: Path | None, every: float) -> int:
                 interrupt=stop.check, chunk_steps=_CHECKPOINT_CHUNK,
                 chunk_seconds=_chunk_seconds(every), dtype=plan.dtype, keep=False,
                 compensated=args.compensated, compensation=e0, step0=steps - todo,
-                loop_state=z0,
+                loop_state=z0, clock=clock,
             )  # fmt: skip
             writer.close()
             stop.check()  # a signal during the last chunk: the run is complete, and says so

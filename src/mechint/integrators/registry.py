@@ -4,6 +4,7 @@ experiment files: ``build(name, system, settings)`` makes an integrator from pla
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from mechint._validate import lookup
@@ -19,6 +20,7 @@ from mechint.integrators.kahan import Kahan
 from mechint.integrators.lie_group import RKMK, CommutatorFree
 from mechint.integrators.lie_group_variational import LieGroupVariational
 from mechint.integrators.rattle import Rattle, Shake
+from mechint.integrators.reversible_adaptive import ReversibleAdaptive
 from mechint.integrators.rigid_body_splitting import RigidBodySplitting
 from mechint.integrators.settle import Settle
 from mechint.integrators.splitting import Splitting
@@ -56,10 +58,17 @@ INTEGRATORS: dict[str, type[Integrator]] = {
 }
 
 
+# Maps around another map that take a user's function (``--integrator reversible-adaptive
+# --sigma package.module:function``): named and built as the registered maps are, but not
+# among them, since they cannot be built with no arguments (the generic tests, the
+# methods table and ``serving`` build every registered map so).
+WRAPPERS: dict[str, type[Integrator]] = {cls.name: cls for cls in (ReversibleAdaptive,)}
+
+
 def settings_for() -> dict[str, list[tuple[str, Setting]]]:
     """Every setting name → [(integrator name, Setting), ...] (the CLI's options)."""
     out: dict[str, list[tuple[str, Setting]]] = {}
-    for name, cls in INTEGRATORS.items():
+    for name, cls in {**INTEGRATORS, **WRAPPERS}.items():
         for s in cls.settings:
             out.setdefault(s.name, []).append((name, s))
     return out
@@ -76,10 +85,12 @@ def get(name: str) -> type[Integrator]:
 
     if plugins.is_reference(name):
         return INTEGRATORS.get(name) or plugins.reference("integrator", name)
+    if isinstance(name, str) and name in WRAPPERS:
+        return WRAPPERS[name]
     if not isinstance(name, str) or name not in INTEGRATORS:
         plugins.load()
     try:
-        return lookup("integrator", INTEGRATORS, name)
+        return lookup("integrator", {**INTEGRATORS, **WRAPPERS}, name)
     except InputError as exc:
         fix = f"{exc.fix}, or a class of your own: package.module:Class"
         raise InputError(exc.parameter, exc.problem, fix) from None
@@ -112,6 +123,13 @@ def build(name: str, system=None, settings: dict[str, Any] | None = None) -> Int
             kwargs[key] = relabel(key, build, value, system)
         else:
             kwargs[key] = relabel(key, setting.parse, value)
+    if dataclasses.is_dataclass(cls):  # a setting without a default, not given
+        for field in dataclasses.fields(cls):
+            needed = field.default is dataclasses.MISSING and (
+                field.default_factory is dataclasses.MISSING)  # fmt: skip
+            if field.init and needed and field.name not in kwargs:
+                what = own[field.name].help.split(": ", 1)[-1] if field.name in own else ""
+                raise InputError(field.name, f"is required by {name}", f"give {what}")
     return cls(**kwargs)
 
 

@@ -35,7 +35,17 @@ import numpy as np
 
 from mechint import _validate
 from mechint.errors import InputError
-from mechint.maps import Integrator, Reason, StepStatus, Traits, Wrapper, combine, status
+from mechint.maps import (
+    Integrator,
+    Reason,
+    Setting,
+    StepStatus,
+    Traits,
+    Wrapper,
+    combine,
+    status,
+)
+from mechint.systems.canonical import Canonical
 
 
 @final
@@ -58,6 +68,25 @@ class ReversibleAdaptive(Wrapper):
     name: ClassVar[str] = "reversible-adaptive"
     extra: ClassVar[str] = "clock"
     recorded: ClassVar[bool] = True
+    # the command line's --base and --sigma (a wrapper: not built with no arguments, so
+    # registered in ``registry.WRAPPERS``, not among the maps every test builds)
+    settings: ClassVar[tuple[Setting, ...]] = (
+        Setting(
+            "base",
+            "reversible-adaptive: the symmetric map whose steps it controls (default "
+            "stormer-verlet for canonical systems, midpoint otherwise)",
+            default=lambda system: (
+                "stormer-verlet" if isinstance(system, Canonical) else "midpoint"
+            ),
+            integrator=True,
+        ),
+        Setting(
+            "sigma",
+            "reversible-adaptive: the step-size function sigma(x) > 0 of the state, "
+            "package.module:function (required)",
+            lambda value: _validate.function_reference("sigma", value),
+        ),
+    )
 
     def __post_init__(self):
         if not isinstance(self.base, Integrator):
@@ -92,7 +121,12 @@ class ReversibleAdaptive(Wrapper):
             if c.shape != want or not np.all(c[..., 1] > 0):
                 raise InputError("clock", f"expected (t, ρ > 0) of shape {want}, got {c.shape}")
             return c.astype(real)
-        s = jax.jit(sigma)(x0)
+        try:
+            s = jax.jit(sigma)(x0)
+        except Exception as exc:  # any failure to trace or run is the function's fault
+            raise InputError("sigma", f"could not be evaluated at x0: {type(exc).__name__}: "
+                             f"{exc}", "write it as sigma(x) of the (unbatched) state with "
+                             "jax.numpy, so it can be traced") from None  # fmt: skip
         _validate.real_output("sigma", s)
         s = np.asarray(s, dtype=np.float64)
         if not np.all(np.isfinite(s) & (s > 0)):

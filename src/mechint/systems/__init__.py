@@ -83,6 +83,7 @@ SYSTEMS: dict[str, type[System]] = {
         Kepler,
         HenonHeiles,
         LotkaVolterra,
+        QuadraticField,
         RigidBodies,
         ZhukovskyVolterra,
         NBody,

@@ -120,7 +120,14 @@ def depends_on(fn, args, argnum: int) -> bool:
 @final
 @register_pytree(
     data=("base", "params"),
-    meta=("force", "dissipation", "momenta", "state_fields", "momentum_dependent"),
+    meta=(
+        "force",
+        "dissipation",
+        "momenta",
+        "state_fields",
+        "momentum_dependent",
+        "state_options",
+    ),
 )
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class Forced(System):
@@ -196,6 +203,8 @@ class Forced(System):
         fields = (*system.state_fields, *((name, ()) for name in _CLOCK),
                   *((f"{J}_impulse", ()) for J in momenta), ("now_rounding", ()))  # fmt: skip
         object.__setattr__(self, "state_fields", fields)
+        # the system's initial-state options (the command line's), extended
+        object.__setattr__(self, "state_options", system.state_options)
         object.__setattr__(self, "momentum_dependent", True)
         object.__setattr__(self, "momentum_dependent", self._check_functions())
 

@@ -59,6 +59,58 @@ def _tensor_from_function(fn, n: int) -> np.ndarray:
     return Q
 
 
+# a coefficients file larger than this is refused before it is read (n = 200: 64 MB of
+# float64 for Q alone in .npz)
+_COEFFICIENT_BYTES = 256 << 20
+
+
+def read_coefficients(path) -> dict:
+    """The coefficients Q (n, n, n), B (n, n) and c (n,) of a quadratic field from a file:
+    a ``.json`` object ``{"Q": [[[...]]], "B": [[...]], "c": [...]}`` or an ``.npz`` of
+    arrays named Q, B and c (B and c may be left out: zero).  The keyword arguments of
+    ``QuadraticField``; ``InputError`` naming ``coefficients`` for anything else (another
+    format, an unknown name, a file over 256 MB), before the numbers are read."""
+    import json
+    from pathlib import Path
+
+    where = Path(path)
+    if not where.is_file():
+        raise InputError("coefficients", f"no such file: {str(path)[:200]}",
+                         "give a .json or .npz file with Q (and B, c)")  # fmt: skip
+    if where.suffix.lower() not in (".json", ".npz"):
+        fix = 'write {"Q": ..., "B": ..., "c": ...} as JSON, or numpy.savez'
+        raise InputError("coefficients", f"{where.name} is not .json or .npz", fix)
+    if where.stat().st_size > _COEFFICIENT_BYTES:
+        raise InputError("coefficients", f"{where.name} is larger than "
+                         f"{_COEFFICIENT_BYTES >> 20} MB")  # fmt: skip
+    if where.suffix.lower() == ".json":
+        try:
+            data = json.loads(where.read_text())
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise InputError(
+                "coefficients", f"{where.name} is not JSON: {str(exc)[:120]}"
+            ) from None
+        if not isinstance(data, dict):
+            raise InputError("coefficients", f"{where.name} holds no object with Q, B, c")
+    else:
+        try:
+            with np.load(where, allow_pickle=False) as npz:
+                data = {k: npz[k] for k in npz.files if k in ("Q", "B", "c")}
+                extra = sorted(set(npz.files) - {"Q", "B", "c"})
+        except (OSError, ValueError) as exc:
+            raise InputError("coefficients", f"{where.name} is not an .npz of arrays: "
+                             f"{str(exc)[:120]}") from None  # fmt: skip
+        if extra:
+            data[extra[0]] = None
+    unknown = sorted(set(data) - {"Q", "B", "c"})
+    if unknown:
+        raise InputError("coefficients", f"{where.name}: unknown name {unknown[0]!r}",
+                         "the names are Q, B and c")  # fmt: skip
+    if "Q" not in data:
+        raise InputError("coefficients", f"{where.name} has no Q", "Q of shape (n, n, n)")
+    return {k: real_array(k, data[k]) for k in ("Q", "B", "c") if k in data}
+
+
 @final
 @register_pytree(data=("Q", "B", "c"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
@@ -78,6 +130,11 @@ class QuadraticField(QuadraticVectorField):
     c: Float[Array, " n"]
 
     name: ClassVar[str] = "quadratic-field"
+    parameter_table: ClassVar[tuple[Parameter, ...]] = (
+        Parameter("coefficients", "a .json file {\"Q\": n×n×n, \"B\": n×n, \"c\": n} or an .npz "
+                  "of arrays Q, B, c (quadratic-field; B, c default to zero)",
+                  read_coefficients, required=True, example="field.json", text=True),
+    )  # fmt: skip
     state_options: ClassVar[tuple[StateOption, ...]] = (StateOption("x0", "initial state x"),)
     state_fields = (("x", ("component",)),)
 

@@ -31,7 +31,7 @@ from mechint.systems.canonical import Canonical, _scalar_function
 
 
 @final
-@register_pytree(data=("base",), meta=("g", "dof"))
+@register_pytree(data=("base",), meta=("g", "dof", "state_options"))
 @dataclasses.dataclass(frozen=True, eq=False, init=False)
 class TimeTransformed(Canonical):
     """``system`` (a canonical one) in the fictive time s with dt/ds = ``g(q, p)`` > 0,
@@ -68,6 +68,8 @@ class TimeTransformed(Canonical):
         object.__setattr__(self, "base", system)
         object.__setattr__(self, "g", g)
         object.__setattr__(self, "dof", system.dof + 1)
+        # the base system's initial-state options (the command line's), extended
+        object.__setattr__(self, "state_options", system.state_options)
 
     def __repr__(self) -> str:
         return f"TimeTransformed({self.base!r}, g={getattr(self.g, '__name__', self.g)!s})"
@@ -128,6 +130,10 @@ class TimeTransformed(Canonical):
 
     def example_state(self):
         return self.validate_state(self.base.example_state())[0]
+
+    def state_from_options(self, given: dict, frame=None):
+        """The base system's state from its options, extended by (t, e) = (0, −H)."""
+        return self.validate_state(self.base.state_from_options(given, frame))[0]
 
     def parameters(self) -> dict:
         return {"system": type(self.base).__name__, **self.base.parameters(),
