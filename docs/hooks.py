@@ -19,6 +19,7 @@ import importlib.util
 import io
 import os
 import shutil
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +48,7 @@ GALLERY = {
     "rigid_water": "out",
     "system_identification": "out",
     "planetary": "out",
+    "recipes": "out",
 }
 
 
@@ -252,6 +254,7 @@ def cli_page() -> str:
 def _load(name: str):
     spec = importlib.util.spec_from_file_location(f"gallery_{name}", EXAMPLES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[module.__name__] = module  # as an import does (dataclasses look it up)
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
 

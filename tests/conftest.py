@@ -102,6 +102,7 @@ def load_module(name: str, path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None, f"cannot import {path}"
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # as an import does (a dataclass of the file looks it up)
     spec.loader.exec_module(module)
     return module
 
