@@ -81,7 +81,10 @@ def methods_page() -> str:
     import jax
 
     import mechint as mi
+    from mechint import plugins
     from mechint.integrators import registry
+
+    plugins.load()  # the installed packages' maps and systems are tabled too
     from mechint.maps import EXACT
 
     systems = {}

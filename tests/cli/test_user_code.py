@@ -198,6 +198,14 @@ def test_an_installed_packages_entry_points_are_registered_and_broken_ones_named
     assert "broken = 'no_such_module_here:Map' of the package user-maps" in notes[0]
     assert "not-a-map" in notes[1] and "not a subclass of Integrator" in notes[1]
     assert "other-name" in notes[2] and "whose name is 'substep-leapfrog'" in notes[2]
+    # the registries hold them (the methods table and the generic tests read these)
+    listed = subprocess.run([sys.executable, "-c", "import mechint as mi; "
+                             "from mechint import integrators as I, plugins; plugins.load(); "
+                             "print(sorted(I.serving(mi.systems.Kepler())), "
+                             "'long-pendulum' in mi.systems.SYSTEMS)"],
+                            capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert "'substep-leapfrog'" in listed.stdout and listed.stdout.strip().endswith("True")
     out = user_module / "p.nc"
     ran = mechint("run", "--system", "long-pendulum", "--q0", "1", "--p0", "0", "--integrator",
                   "substep-leapfrog", "--substeps", "2", "--h", "0.1", "--steps", "20", "--out",
