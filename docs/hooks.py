@@ -140,13 +140,6 @@ def methods_page() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _top_field(cls):
-    """The Euler top's field, m × I⁻¹m (I = (2, 1, 2/3)), as a quadratic field."""
-    import jax.numpy as jnp
-
-    return cls(lambda m: jnp.cross(m, m / jnp.array([2.0, 1.0, 2.0 / 3.0])), dim=3)
-
-
 def _example_system(cls):
     """A registered system with example parameters (the CLI's defaults where it has them)."""
     import mechint as mi
@@ -159,7 +152,7 @@ def _example_system(cls):
         "HeavyTop": lambda: cls((1.0, 1.5, 2.0), (0.1, 0.2, 1.0)),
         "LotkaVolterra": lambda: cls(1.0, 1.0, 1.0, 1.0),
         "NBody": lambda: mi.systems.nbody.outer_solar_system()[0],
-        "QuadraticField": lambda: _top_field(cls),
+        "QuadraticField": lambda: cls.example(),
     }
     try:
         return examples.get(cls.__name__, cls)()

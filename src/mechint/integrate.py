@@ -21,6 +21,10 @@ default) recomputes each chunk in the reverse pass, which then holds the saved s
 the chunk starts and one chunk's Jacobians: bounded memory (0.35 MB for 10^6 Kahan
 steps, ``benchmarks/gradients.py``) for about one more forward pass.
 ``checkpoint=False`` keeps every chunk's Jacobians (memory O(steps), fastest).
+
+Longer than the house's 600 lines because the pure driver is one program: its loop
+variants (tracked, columns, saves, events), the checkpointed reverse mode and the
+structured derivative are the branches of the one traced function.
 """
 
 from __future__ import annotations

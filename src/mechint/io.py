@@ -1,4 +1,8 @@
-"""Trajectory ↔ xarray.Dataset ↔ NetCDF / CSV."""
+"""Trajectory ↔ xarray.Dataset ↔ NetCDF / CSV.
+
+Longer than the house's 600 lines because a file's layout is one format: the variables,
+their attributes and descriptions, NetCDF and CSV, written and read by the same tables.
+"""
 
 from __future__ import annotations
 

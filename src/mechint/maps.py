@@ -16,6 +16,10 @@ class, and the driver, sweeps and diagnostics read it.
 
 This module imports no system and no integrator, so the exact flows of systems' pieces
 (``Drift``, ``Kick``, ``AxisRotation``, ...: ``systems.flows``) are integrators too.
+
+Longer than the house's 600 lines because the protocol is one contract: the map's
+class, its traits, statuses and reasons, the wrappers and the refusals are read together
+by every map and by the drivers.
 """
 
 from __future__ import annotations

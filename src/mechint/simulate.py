@@ -17,6 +17,10 @@ before the failing step.  With ``throw=False`` it runs every healthy member to t
 and returns the trajectory with per-member ``failed_step`` (−1: none), ``residual`` and
 ``reason``; a failed member's samples after its failure are NaN, never a frozen state
 that could pass for a result.
+
+Longer than the house's 600 lines because the host driver is one loop: chunks sized by
+time, progress, checkpoints, events, save times and failures are the same pass over the
+run, and splitting it would pass its state between modules.
 """
 
 from __future__ import annotations

@@ -33,6 +33,10 @@ Methods (each chosen so that no step subtracts nearly equal numbers):
   nothing) and p ≫ x, y, z traded for p ∈ [x, y] by DLMF 19.20.14 (see ``elliprj``).
 * F, E, Π: Carlson's forms, with E(φ|m) = m1 F + m s c / Δ + (m m1 s³ / 3) R_D(1, c², Δ²)
   (s = sin φ, c = cos φ, Δ² = c² + m1 s²: all terms non-negative) and φ reduced by π.
+
+Longer than the house's 600 lines because it is one family: Carlson's symmetric
+integrals and the elliptic functions built on them share their argument reductions
+and derivative rules.
 """
 
 from __future__ import annotations

@@ -51,6 +51,10 @@ Shapes: ``q0``, ``v0`` are ``(..., d)`` (dot products only, so ``d = 3`` or ``2`
 ``mu`` and ``t`` broadcast over the leading axes.  The dtype follows the inputs (float64 when
 x64 is enabled, else float32).  The error-free transformations assume IEEE arithmetic
 without value-changing reassociation (XLA's default).
+
+Longer than the house's 600 lines because it is one algorithm: the universal-variable
+solve, its double-double Stumpff functions, the short-arc branch and their derivative
+rules must agree to the ulp and are tested as one.
 """
 
 from __future__ import annotations

@@ -157,8 +157,8 @@ def solve_c(m, I, h, *, rtol: float = 1e-14, max_iter: int = 20):
     on (B,) arrays, with no stacking, rolling or transposing of (B, 3) ones.  Measured
     on the 2-core CPU against the iteration on the stacked c, ``integrate`` of the free
     body under ``jax.jit`` (h = 0.01): 10⁵ bodies × 100 steps 5.4e6 -> 9.6e6 to 1.0e7
-    body-steps/s; one body, 10⁵ steps, 1.4e6 -> 1.8e6 steps/s (order 10: 1.0e6 -> 1.2e6);
-    the whole step's gain, ``simulate``, in docs/performance.md.  Outside the iteration
+    body-steps/s; one body, 10⁵ steps, 1.4e6 -> 1.8e6 steps/s (order 10: 1.0e6 -> 1.2e6).
+    Outside the iteration
     the stacked forms were faster (the residual on entries there: 7.5e6)."""
     rtol = max(rtol, 8.0 * float(jnp.finfo(m.dtype).eps))  # as ``solvers.Newton``
     av = 0.5 * h * m / I

@@ -57,6 +57,10 @@ keeps P and L exactly, and takes the state (q, p) of the system, inertial positi
 momenta (a test particle's velocity), to the same.  A step fails with
 ``Reason.CLOSE_ENCOUNTER`` where the system declares an encounter distance and two bodies
 end the step closer than it, and with ``Reason.NON_FINITE`` where the state is not finite.
+
+Longer than the house's 600 lines because the family shares one machinery: the
+coordinates, drifts, kicks and the one loop over a sequence of operations serve every
+kernel, corrector and SABA map (the coefficient tables are ``wisdom_holman_tables``).
 """
 
 from __future__ import annotations
@@ -70,6 +74,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechint.errors import InputError
+from mechint.integrators.wisdom_holman_tables import (
+    CORRECTOR2_B,
+    SABA_COEFFICIENTS,
+    corrector_sequence,
+    saba_sequence,
+)
 from mechint.maps import (
     Integrator,
     Reason,
@@ -93,155 +103,6 @@ from mechint.systems.nbody import (
 COORDINATES = ("jacobi", "democratic-heliocentric", "whds")
 KERNELS = ("standard", "modified-kick", "composition", "lazy")
 CORRECTORS = (0, 3, 5, 7, 11, 17)
-
-# --- symplectic correctors (Wisdom, Holman & Touma 1996; the values as REBOUND's WHFast
-# publishes them): a_k = k sqrt(7/40), and the b of each order paired with a_K .. a_1
-_A = (0.41833001326703777398908601289259374469640768464934,
-      0.83666002653407554797817202578518748939281536929867,
-      1.2549900398011133219672580386777812340892230539480,
-      1.6733200530681510959563440515703749787856307385973,
-      2.0916500663351888699454300644629687234820384232467,
-      2.5099800796022266439345160773555624681784461078960,
-      2.9283100928692644179236020902481562128748537925454,
-      3.3466401061363021919126881031407499575712614771947)  # fmt: skip
-_B = {
-    3: (-0.024900596027799867499350357910273437184309981229127,),
-    5: (-0.0083001986759332891664501193034244790614366604097090,
-        0.041500993379666445832250596517122395307183302048545),
-    7: (0.0024926811426922105779030593952776964450539008582219,
-        -0.018270923246702131478062356884535264841652263842597,
-        0.053964399093127498721765893493510877532452806339655),
-    11: (0.00020361579647854651301632818774633716473696537436847,
-         -0.0023487215292295354188307328851055489876255097419754,
-         0.012309078592019946317544564763237909911330686448336,
-         -0.038121613681288650508647613260247372125243616270670,
-         0.072593394748842738674253180742744961827622366521517),
-    17: (-0.0000043347415473373580190650223498124944896789841432241,
-         0.000076436355227935738363241846979413475106795392377415,
-         -0.00063599983075817658983166881625078545864140848560259,
-         0.0033132577069380655655490196833451994080066801611459,
-         -0.012071760822342291062449751726959664253913904872527,
-         0.032422198864713580293681523029577130832258806467604,
-         -0.065192863576377893658290760803725762027864651086787,
-         0.093056103771425958591541059067553547100903397724386),
-}  # fmt: skip
-_CORRECTOR2_B = 0.03486083443891981449909050107438281205803
-
-
-def corrector_sequence(order: int) -> tuple[tuple[float, float], ...]:
-    """The (a, b) of each Z(a h, inv b h) of the corrector of ``order``, in order: for
-    order ≥ 5, Z(−a_k, −b_k) for k = K..1 then Z(a_k, b_k) for k = 1..K; order 3 is
-    Z(a_1, −b), Z(−a_1, b)."""
-    if order == 3:
-        b = _B[3][0]
-        return ((_A[0], -b), (-_A[0], b))
-    b = _B[order]
-    K = len(b)
-    down = tuple((-_A[k - 1], -b[K - k]) for k in range(K, 0, -1))
-    up = tuple((_A[k - 1], b[K - k]) for k in range(1, K + 1))
-    return down + up
-
-
-# --- SABA (Laskar & Robutel 2001; Blanes et al. 2013): drifts c, kicks d, the corrector cc
-_SABA = {
-    1: (
-        (0.5,),
-        (1.0,),
-        0.08333333333333333,
-    ),
-    2: (
-        (
-            0.2113248654051871,
-            0.5773502691896257,
-        ),
-        (0.5,),
-        0.011164549684630112,
-    ),
-    3: (
-        (
-            0.11270166537925831,
-            0.3872983346207417,
-        ),
-        (
-            0.2777777777777778,
-            0.4444444444444444,
-        ),
-        0.005634593363122809,
-    ),
-    4: (
-        (
-            0.06943184420297371,
-            0.26057763400459816,
-            0.33998104358485626,
-        ),
-        (
-            0.17392742256872692,
-            0.32607257743127305,
-        ),
-        0.0033967750482086015,
-    ),
-    "10,4": (
-        (
-            0.047067100645972505,
-            0.1847569354170881,
-            0.2827060056798362,
-            -0.01453004174289682,
-        ),
-        (
-            0.11888191736819702,
-            0.24105046055150156,
-            -0.2732866667053238,
-            0.8267085775712505,
-        ),
-        None,
-    ),
-    "8,6,4": (
-        (
-            0.07113342649822312,
-            0.2411534279566401,
-            0.5214117617728148,
-            -0.333698616227678,
-        ),
-        (
-            0.18308368747219722,
-            0.31078285989857485,
-            -0.0265646185119588,
-            0.06539614228237342,
-        ),
-        None,
-    ),
-    "10,6,4": (
-        (
-            0.038094497422412193,
-            0.14529871611691375,
-            0.20762769572554124,
-            0.43590970365152615,
-            -0.6538612258327867,
-        ),
-        (
-            0.09585888083707521,
-            0.20444615314299877,
-            0.2170703479789911,
-            -0.017375381959065093,
-        ),
-        None,
-    ),
-}
-_SABA_STAGES = {1: 1, 2: 2, 3: 3, 4: 4, "10,4": 7, "8,6,4": 7, "10,6,4": 8}
-
-
-def saba_sequence(kind) -> tuple[tuple[str, float], ...]:
-    """The palindromic sequence of ("D", c) and ("I", d) of SABA ``kind``."""
-    c, d, _ = _SABA[kind]
-    n = _SABA_STAGES[kind]
-    out: list[tuple[str, float]] = [("D", c[0]), ("I", d[0])]
-    for j in range(1, n):
-        i = n - j if j > n / 2 else j
-        out.append(("D", c[i]))
-        i = n - j - 1 if j > (n - 1) / 2 else j
-        out.append(("I", d[i]))
-    out.append(("D", c[0]))
-    return tuple(out)
 
 
 # --- the coordinates ---------------------------------------------------------------------
@@ -528,7 +389,7 @@ def corrector2_ops(inv: float) -> list:
     def U(a, b):
         return [("D", a), *C(a, b), *C(-a, -b), *C(a, -b), *C(-a, b), ("D", -a)]
 
-    a, b = 0.5 * inv, _CORRECTOR2_B * inv
+    a, b = 0.5 * inv, CORRECTOR2_B * inv
     return U(a, b) + U(-a, b)
 
 
@@ -650,7 +511,7 @@ class _SplitMap:
 
 def _saba_kind(value) -> int | str:
     text = str(value).replace(" ", "").strip("()")
-    for kind in _SABA:
+    for kind in SABA_COEFFICIENTS:
         if text == str(kind):
             return kind
     raise InputError("n", f"no SABA method {value!r}",
@@ -778,7 +639,7 @@ class SABA(_SplitMap, Integrator):
         object.__setattr__(self, "n", _saba_kind(self.n))
         if not isinstance(self.corrected, bool):
             raise InputError("corrected", f"must be True or False, got {self.corrected!r}")
-        if self.corrected and _SABA[self.n][2] is None:
+        if self.corrected and SABA_COEFFICIENTS[self.n][2] is None:
             raise InputError("corrected", f"SABA({self.n}) has no corrector",
                              "corrected=True with n = 1, 2, 3 or 4")  # fmt: skip
         self.settle_traits()
@@ -796,6 +657,6 @@ class SABA(_SplitMap, Integrator):
         """The step as a sequence of ("D", c) and ("I", d, kind), fractions of h."""
         ops = [("D", c) if op == "D" else ("I", c, PLAIN) for op, c in saba_sequence(self.n)]
         if self.corrected:  # the corrector's kick of cc h³ J at both ends
-            cc = _SABA[self.n][2]
+            cc = SABA_COEFFICIENTS[self.n][2]
             ops = [("I", cc, SABA_CORRECTOR), *ops, ("I", cc, SABA_CORRECTOR)]
         return ops

@@ -169,6 +169,13 @@ class QuadraticField(QuadraticVectorField):
     def __repr__(self) -> str:
         return f"QuadraticField(n={self.dim})"
 
+    @classmethod
+    def example(cls) -> QuadraticField:
+        """A field to try things on: the Euler top's, m × I⁻¹m with I = (2, 1, 2/3), with
+        a linear part B = 0.1·1 that makes it no top (no invariant, no structure)."""
+        inverse = jnp.array([0.5, 1.0, 1.5])
+        return cls(lambda m: jnp.cross(m, m * inverse), B=0.1 * np.eye(3))
+
     @property
     def dim(self) -> int:
         return int(self.Q.shape[0])
