@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test lint docs docs-check bench clean wheel-check
+.PHONY: demo test lint docs docs-check bench tables clean wheel-check
 
 # The install goes through uv (the same resolution of pyproject.toml, byte-compiled as pip
 # does: 26 s against pip's 51 s from empty caches on the 2-core machine, 2026-11-26), and
@@ -66,6 +66,17 @@ bench: $(BENCH)/.installed
 	$(BENCH)/bin/python benchmarks/rigid_bodies.py
 	$(BENCH)/bin/python benchmarks/kepler_peers.py
 	$(BENCH)/bin/python benchmarks/nbody.py
+	$(BENCH)/bin/python benchmarks/constraints.py
+	$(BENCH)/bin/python benchmarks/joints.py
+
+# every table the docs include from benchmarks/results/ (and the work-precision figure),
+# measured again on this machine with the peers of the bench extra; the README's accuracy
+# figures are checked against a fresh run by the tests (tests/test_readme.py)
+tables: $(BENCH)/.installed
+	$(BENCH)/bin/python benchmarks/work_precision.py --figure docs/work-precision.png \
+		--table benchmarks/results/work-precision.md
+	$(BENCH)/bin/python benchmarks/rigid_bodies.py
+	$(BENCH)/bin/python benchmarks/megno_map.py
 	$(BENCH)/bin/python benchmarks/constraints.py
 	$(BENCH)/bin/python benchmarks/joints.py
 

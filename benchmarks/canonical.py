@@ -70,6 +70,36 @@ def _energy_errors(kepler, q, p, H0):
     return float(err[:tenth].max()), float(err[-tenth:].max())
 
 
+# the maps of the work-precision table (the README's), by label, and their step sizes
+METHODS = {
+    "Störmer-Verlet": (I.StormerVerlet(), (0.01, 0.004, 0.001)),
+    "Yoshida-4": (I.Composition(I.StormerVerlet(), "yoshida4"), (0.04, 0.01, 0.004)),
+    "Kahan-Li-8": (I.Composition(I.StormerVerlet(), "kahan-li8"), (0.2, 0.1, 0.05, 0.025)),
+}
+
+
+def kepler_run(integrator, h: float, T: float, repeat: int = 1):
+    """One row of the work-precision table: Kepler e = 0.5 from periapsis to T by
+    ``integrator`` at step h (the plain sums, as the README's table was measured;
+    Kahan-Li-8 is compensated by default: about 0.47x the speed on Kepler,
+    benchmarks/round_off.py): (wall s, final error, energy error of the first and the
+    last 10 % of 100 samples)."""
+    kepler = mi.systems.Kepler()
+    x0 = kepler.periapsis_state(0.5)
+    exact = np.concatenate(mi.exact.kepler(kepler, x0, T))
+    steps = round(T / h)
+    every = steps // 100 if steps % 100 == 0 else 1
+
+    def run():
+        return mi.simulate(kepler, integrator, x0, T / steps, steps, every, compensated=False)
+
+    wall, traj = _best_time(run, repeat)
+    q, p = traj.x
+    err = float(np.max(np.abs(np.concatenate([q[-1], p[-1]]) - exact)))
+    early, late = _energy_errors(kepler, q, p, float(kepler.hamiltonian(x0)))
+    return wall, err, early, late
+
+
 def work_precision(quick: bool, repeat: int):
     kepler = mi.systems.Kepler()
     x0 = kepler.periapsis_state(0.5)
@@ -77,26 +107,9 @@ def work_precision(quick: bool, repeat: int):
     exact = np.concatenate(mi.exact.kepler(kepler, x0, T))
     H0 = float(kepler.hamiltonian(x0))
     rows = []
-    methods = [
-        ("Störmer-Verlet", I.StormerVerlet(), (0.01, 0.004, 0.001)),
-        ("Yoshida-4", I.Composition(I.StormerVerlet(), "yoshida4"), (0.04, 0.01, 0.004)),
-        ("Kahan-Li-8", I.Composition(I.StormerVerlet(), "kahan-li8"), (0.2, 0.1, 0.05, 0.025)),
-    ]
-    for label, integrator, hs in methods:
+    for label, (integrator, hs) in METHODS.items():
         for h in hs:
-            steps = round(T / h)
-            every = steps // 100 if steps % 100 == 0 else 1
-
-            # the plain sums, as the README's table was measured (Kahan-Li-8 is compensated
-            # by default: about 0.47x the speed on Kepler, benchmarks/round_off.py)
-            def run(integrator=integrator, h=T / steps, steps=steps, every=every):
-                return mi.simulate(kepler, integrator, x0, h, steps, every, compensated=False)
-
-            wall, traj = _best_time(run, repeat)
-            q, p = traj.x
-            err = float(np.max(np.abs(np.concatenate([q[-1], p[-1]]) - exact)))
-            early, late = _energy_errors(kepler, q, p, H0)
-            rows.append((label, f"h = {h:g}", wall, err, early, late))
+            rows.append((label, f"h = {h:g}", *kepler_run(integrator, h, T, repeat)))
 
     def f(t, z):
         r = np.hypot(z[0], z[1])
