@@ -37,7 +37,8 @@ def pairs(quick: bool):
         if sname == "nbody":  # its masses have no default: the outer solar system
             system = mi.systems.nbody.outer_solar_system()[0]
         else:
-            system = scls(**({"inertia": (2.0, 1.0, 2.0 / 3.0)} if sname == "euler-top" else {}))
+            top = sname == "euler-top"
+            system = mi.systems.EulerTop((2.0, 1.0, 2.0 / 3.0)) if top else scls.example()
         out += [(iname, sname, system, m) for iname, m in mi.integrators.serving(system).items()]
     if quick:
         out = [p for p in out if p[1] == "euler-top" and p[0] in ("kahan", "rk4")]

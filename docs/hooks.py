@@ -152,10 +152,9 @@ def _example_system(cls):
         "HeavyTop": lambda: cls((1.0, 1.5, 2.0), (0.1, 0.2, 1.0)),
         "LotkaVolterra": lambda: cls(1.0, 1.0, 1.0, 1.0),
         "NBody": lambda: mi.systems.nbody.outer_solar_system()[0],
-        "QuadraticField": lambda: cls.example(),
     }
     try:
-        return examples.get(cls.__name__, cls)()
+        return examples.get(cls.__name__, cls.example)()
     except (TypeError, mi.InputError):
         return None
 

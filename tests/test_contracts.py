@@ -23,9 +23,7 @@ I = mi.integrators
 def _system(cls):
     if cls is S.NBody:  # its masses have no default
         return cls([1.0, 1e-3, 3e-4])
-    if cls is S.QuadraticField:  # its coefficients have no default
-        return cls.example()
-    return cls((2.0, 1.0, 2.0 / 3.0)) if cls is S.EulerTop else cls()
+    return cls((2.0, 1.0, 2.0 / 3.0)) if cls is S.EulerTop else cls.example()
 
 
 @pytest.mark.parametrize("cls", list(S.SYSTEMS.values()), ids=list(S.SYSTEMS))

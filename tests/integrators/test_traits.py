@@ -219,10 +219,8 @@ def _pairs():
     for sname, scls in mi.systems.SYSTEMS.items():
         if sname in ("kovalevskaya-top", "nbody", "rigid-water"):
             continue
-        if sname == "quadratic-field":  # its coefficients have no default
-            system = mi.systems.QuadraticField.example()
-        else:
-            system = scls(**({"inertia": (2.0, 1.0, 2.0 / 3.0)} if sname == "euler-top" else {}))
+        top = sname == "euler-top"
+        system = mi.systems.EulerTop((2.0, 1.0, 2.0 / 3.0)) if top else scls.example()
         for iname, integrator in mi.integrators.serving(system).items():
             out.append(pytest.param(system, integrator, id=f"{iname}-{sname}"))
     return out

@@ -220,6 +220,13 @@ class System(abc.ABC):
         return ``x``."""
         return x
 
+    @classmethod
+    def example(cls) -> System:
+        """A system of this class to try things on (the generic tests, the methods table,
+        the benchmarks): its parameters' defaults; a class whose parameters have none
+        says which (``QuadraticField.example``)."""
+        return cls()
+
     @abc.abstractmethod
     def example_state(self) -> Any:
         """A fixed, generic state (no symmetry, moderate size): ``check``/``compare``'s
