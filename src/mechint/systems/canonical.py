@@ -181,7 +181,7 @@ class Canonical(PoissonSystem):
         return q, p
 
     def state_from_options(self, given: dict, frame=None):
-        fix = f"give {self.dof} comma-separated numbers"
+        fix = "give one number" if self.dof == 1 else f"give {self.dof} comma-separated numbers"
         q0 = required(given, "q0", self.name, fix)
         p0 = required(given, "p0", self.name, fix)
         try:
