@@ -68,6 +68,7 @@ bench: $(BENCH)/.installed
 	$(BENCH)/bin/python benchmarks/nbody.py
 	$(BENCH)/bin/python benchmarks/constraints.py
 	$(BENCH)/bin/python benchmarks/joints.py
+	$(BENCH)/bin/python benchmarks/transit_times.py
 
 # every table the docs include from benchmarks/results/ (and the work-precision figure),
 # measured again on this machine with the peers of the bench extra; the README's accuracy
