@@ -317,6 +317,18 @@ def freeze(frozen, old, new):
     )
 
 
+def stand_in(held, x):
+    """``x`` with each held member (``held``: per member of the batch x) replaced by the
+    first member not held (member 0 when all are): the input of a step whose result the
+    loop discards for the held ones (``Integrator.batch_branches``)."""
+    live = jnp.argmin(held)
+
+    def one(a):
+        return jnp.where(held.reshape(held.shape + (1,) * (a.ndim - held.ndim)), a[live], a)
+
+    return jax.tree.map(one, x)
+
+
 def _blank(valid, x):
     """``x`` where ``valid`` (its leading axes), NaN elsewhere: not a result."""
     return freeze(valid, x, jax.tree.map(lambda a: jnp.full_like(a, jnp.nan), x))
@@ -360,8 +372,8 @@ def watched_step(one_step, watching: Watching, system, integrator, t0, h, batche
     def step(i, both):
         carry, watch = both
         x = carry[0]
-        new = one_step(i, carry)
         stopped = watch.stop >= 0
+        new = one_step(i, carry, stopped)
         x_new = freeze(stopped, x, new[0])
         t_new = _time(t0, new[1], h, x)
         ending = jnp.zeros_like(stopped)

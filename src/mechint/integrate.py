@@ -50,6 +50,7 @@ from mechint.events import (
     initial_watch,
     locate,
     saved_at,
+    stand_in,
     stopped_steps,
     watched_step,
 )
@@ -174,16 +175,26 @@ def tracked_step(system, integrator: Integrator, h, batched: bool, columns_of=No
     it.  Each output of the step, the failure record and the freeze then reads its inputs
     at its own member and entry, so that XLA on a GPU fuses them into one kernel that
     updates the carry in place; the state as (B, n) arrays takes a second kernel and a
-    copy of the state a step (``_columns_in_loops``)."""
-    step = _member_step(integrator, batched)
+    copy of the state a step (``_columns_in_loops``).
 
-    def one_step(_, carry):
+    ``held`` (the events' loop: members stopped by a terminal event) and the failed
+    members step from a live member's state where the map's step branches for the whole
+    batch (``Integrator.batch_branches``); their results are discarded either way."""
+    step = _member_step(integrator, batched)
+    stands_in = batched and integrator.batch_branches
+
+    def one_step(_, carry, held=None):
         x, k, fail, fail_res = carry
+        x_in = x
+        if stands_in:  # frozen members step from a live one's state (discarded)
+            x_in = stand_in(fail >= 0 if held is None else (fail >= 0) | held, x)
         if columns_of is None:
-            x_new, st = step(system, x, h)
+            x_new, st = step(system, x_in, h)
         else:
-            x_new, st = integrator.step_columns(system, x, columns_of, h)
+            x_new, st = integrator.step_columns(system, x_in, columns_of, h)
         newly = (fail < 0) & ~st.ok
+        if stands_in and held is not None:  # a stopped member's step was another's
+            newly = newly & ~held
         fail = jnp.where(newly, (k + 1) * _CODES + st.reason.astype(fail.dtype), fail)
         return freeze(fail >= 0, x, x_new), k + 1, fail, fail_res
 

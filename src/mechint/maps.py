@@ -310,6 +310,13 @@ class Integrator(abc.ABC):
     # state's structure and shapes; a continued run starts from it
     # (``Trajectory.loop_state``, ``simulate(loop_state=...)``) to continue bit for bit.
     own_coordinates: ClassVar[bool] = False
+    # A map whose step takes a costly branch for the whole batch where any member needs
+    # it (the Wisdom–Holman maps: the general Kepler solve, ``exact.two_body``): a batch's
+    # loop steps each frozen member (failed, or stopped by an event) from a live member's
+    # state and discards the result, as it discards every frozen member's step, so that a
+    # member frozen where the branch is needed does not keep every later step of the
+    # batch on it (``events.stand_in``).
+    batch_branches: ClassVar[bool] = False
 
     def derived_traits(self) -> Traits:
         """The traits of this instance, from its settings (maps whose traits depend on
@@ -509,6 +516,11 @@ class Wrapper(Integrator):
 
     def preserved(self, system, x, h) -> dict:
         return self.base.preserved(system, x[0], h)
+
+    @property
+    def batch_branches(self) -> bool:  # type: ignore[override]
+        """The base map's: a wrapper's step runs the base map's."""
+        return self.base.batch_branches
 
     @abc.abstractmethod
     def start(self, system, x0, given, batched: bool, batch: int) -> Any:

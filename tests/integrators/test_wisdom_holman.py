@@ -180,6 +180,43 @@ def test_a_close_encounter_fails_the_step_and_spares_the_batch():
         mi.simulate(system, I.WisdomHolman(), x0, 0.01, 2000, 100)
 
 
+def test_a_frozen_member_does_not_hold_the_batch_on_the_general_kepler_solve(monkeypatch):
+    """A member that escapes on a fast hyperbola (its arc per step past the short-arc
+    solve's |beta s^2| <= 1) stops there; its later steps, whose results the loop
+    discards, start from a live member's state, so the general Kepler solve (one branch
+    for the whole batch where any entry needs it) runs only around the escape, in the map
+    and in its tangent (``Integrator.batch_branches``); the live member's states are
+    those it has beside a live copy of itself, and the stopped member's end is NaN."""
+    from mechint.exact import two_body
+
+    taken = []
+    general = two_body._general
+
+    def counted(*args):
+        jax.debug.callback(lambda: taken.append(1))
+        return general(*args)
+
+    monkeypatch.setattr(two_body, "_general", counted)
+    masses = [1.0, 1e-3, 1e-3]
+    el = {"a": [[1.0, 2.0], [1.0, 2.0]], "e": [[0.0, 0.0], [0.0, 0.0]], "M": [[0.0, 3.0]] * 2}
+    system, x0 = mi.systems.NBody.from_elements(masses, el, escape=6.0)
+    q, p = (np.array(a) for a in x0)
+    p[0, 1] = p[0, 1] * 400.0  # member 0's inner planet leaves at 400 times circular speed
+    q, p = jnp.asarray(q), jnp.asarray(p)
+    steps, h = 200, 0.05
+    tangent = I.Tangent(I.WisdomHolman())  # the map's drifts and their tangents
+    run = jax.jit(lambda q, p: mi.integrate(system, tangent, (q, p), h, steps))
+    both = jax.block_until_ready(run(q, p))
+    failed = int(np.asarray(both.failed_step)[0])
+    assert 0 < failed < 10 and int(np.asarray(both.failed_step)[1]) < 0
+    assert 0 < len(taken) <= 8, len(taken)  # around the escape, not on every step
+    # member 1 the same (bit for bit) beside a live copy of itself, member 0's end NaN
+    live = run(q[jnp.array([1, 1])], p[jnp.array([1, 1])])
+    for a, b in zip(jax.tree.leaves(both.x), jax.tree.leaves(live.x), strict=True):
+        assert np.array_equal(np.asarray(a)[1], np.asarray(b)[1])
+        assert np.isnan(np.asarray(a)[0, -1]).all() and np.isfinite(np.asarray(a)[0, 0]).all()
+
+
 def test_gradients_through_a_run_reverse_equals_forward():
     """d(final positions)/d(planet masses, x0) by jax.grad through integrate equal forward
     mode (jvp) to 1e-10, and the derivative of the same map run in mpmath at 60 digits

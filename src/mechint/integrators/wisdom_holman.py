@@ -439,6 +439,9 @@ class _SplitMap:
     the loop."""
 
     own_coordinates: ClassVar[bool] = True
+    # a batch's drift takes the general Kepler solve for every member where one member's
+    # arc needs it (``exact.two_body``): frozen members step from a live one's state
+    batch_branches: ClassVar[bool] = True
 
     def kernel_ops(self) -> list:
         raise NotImplementedError
