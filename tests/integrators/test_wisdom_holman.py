@@ -209,7 +209,7 @@ def test_a_frozen_member_does_not_hold_the_batch_on_the_general_kepler_solve(mon
     both = jax.block_until_ready(run(q, p))
     failed = int(np.asarray(both.failed_step)[0])
     assert 0 < failed < 10 and int(np.asarray(both.failed_step)[1]) < 0
-    assert 0 < len(taken) <= 8, len(taken)  # around the escape, not on every step
+    assert 0 < len(taken) <= 12, len(taken)  # around the escape, not on every step
     # member 1 the same (bit for bit) beside a live copy of itself, member 0's end NaN
     live = run(q[jnp.array([1, 1])], p[jnp.array([1, 1])])
     for a, b in zip(jax.tree.leaves(both.x), jax.tree.leaves(live.x), strict=True):
