@@ -311,12 +311,16 @@ class Integrator(abc.ABC):
     # (``Trajectory.loop_state``, ``simulate(loop_state=...)``) to continue bit for bit.
     own_coordinates: ClassVar[bool] = False
     # A map whose step takes a costly branch for the whole batch where any member needs
-    # it (the Wisdom–Holman maps: the general Kepler solve, ``exact.two_body``): a batch's
-    # loop steps each frozen member (failed, or stopped by an event) from a live member's
-    # state and discards the result, as it discards every frozen member's step, so that a
-    # member frozen where the branch is needed does not keep every later step of the
-    # batch on it (``events.stand_in``).
+    # it (a ``cond`` on a flag reduced over the batch): a batch's loop steps each frozen
+    # member (failed, or stopped by an event) from a live member's state and discards the
+    # result, as it discards every frozen member's step, so that a member frozen where
+    # the branch is needed does not keep every later step of the batch on it
+    # (``events.stand_in``; a select over the state a step).
     batch_branches: ClassVar[bool] = False
+    # The same of the step's derivative (read by ``integrators.Tangent``, whose step
+    # carries it): the Wisdom–Holman maps' Kepler drift gathers the few entries that need
+    # its general solve, but its tangent takes that solve for the whole batch.
+    tangent_batch_branches: ClassVar[bool] = False
 
     def derived_traits(self) -> Traits:
         """The traits of this instance, from its settings (maps whose traits depend on

@@ -111,6 +111,11 @@ class Tangent(Wrapper):
         """The base map's: the loop carries its coordinates and the vectors with them."""
         return self.base.own_coordinates
 
+    @property
+    def batch_branches(self) -> bool:
+        """Where the base map's step or its derivative branches for the whole batch."""
+        return self.base.batch_branches or self.base.tangent_batch_branches
+
     def start(self, system, x0, given, batched: bool, batch: int) -> Any:
         """The tangent part at the start: nothing summed, the fixed orthonormal vectors
         (``initial_vectors``)."""
