@@ -609,10 +609,7 @@ def _short_arc(mu, q0, v0, t):
     # G_n(s + ds) = G_n(s) + G_(n-1)(s) ds to first order (ds^2 is below the rounding)
     g1, g2 = g1 + g0 * ds, g2 + g1 * ds
     r = r0 + (eta * g1 + zeta * g2)
-    fm1 = -mu * g2 / r0
-    g = r0 * g1 + eta * g2
-    fdot = -mu * g1 / (r0 * r)
-    gdm1 = -mu * g2 / r
+    fm1, g, fdot, gdm1 = _lagrange(mu, r0, eta, g1, g2, r)
     # (÷ 1 again: the state is computed once, not fused into each of its uses downstream)
     q = (q0 + (fm1[..., None] * q0 + g[..., None] * v0)) / one[..., None]
     v = (v0 + (fdot[..., None] * q0 + gdm1[..., None] * v0)) / one[..., None]
@@ -626,6 +623,12 @@ def _short_arc(mu, q0, v0, t):
     return q, v, ok & jnp.isfinite((fm1 + g) + (fdot + gdm1)), s + ds
 
 
+def _lagrange(mu, r0, eta, g1, g2, r):
+    """The Lagrange coefficients f − 1, g, ḟ and ġ − 1 from the start point's r0 and eta,
+    the anomaly's G1 and G2 and the end's radius r (every solve's state, one formula)."""
+    return -mu * g2 / r0, r0 * g1 + eta * g2, -mu * g1 / (r0 * r), -mu * g2 / r
+
+
 def _short_state(mu, q0, v0, t, s):
     """The state at anomaly ``s`` on a short arc, and the residual ``F(s)`` and ``F'(s) =
     r``: the functions of the inputs and ``s`` whose derivatives give the flow's by the
@@ -637,10 +640,7 @@ def _short_state(mu, q0, v0, t, s):
     _, g1, g2, g3, _ = _short_gfuncs(beta, s)
     f = (r0 * s - t) + (eta * g2 + zeta * g3)
     r = r0 + (eta * g1 + zeta * g2)
-    fm1 = -mu * g2 / r0
-    g = r0 * g1 + eta * g2
-    fdot = -mu * g1 / (r0 * r)
-    gdm1 = -mu * g2 / r
+    fm1, g, fdot, gdm1 = _lagrange(mu, r0, eta, g1, g2, r)
     q = q0 + (fm1[..., None] * q0 + g[..., None] * v0)
     v = v0 + (fdot[..., None] * q0 + gdm1[..., None] * v0)
     return q, v, f, r
@@ -707,10 +707,7 @@ def _flow_scaled(mu, q0, v0, t):
     # Lagrange coefficients from the start point.
     r = r0 + (eta * g1 + zeta * g2)
     r = jnp.where(peri, 1.0, r)
-    fm1 = -mu * g2 / r0
-    g = r0 * g1 + eta * g2
-    fdot = -mu * g1 / (r0 * r)
-    gdm1 = -mu * g2 / r
+    fm1, g, fdot, gdm1 = _lagrange(mu, r0, eta, g1, g2, r)
     q_u = q0 + (fm1[..., None] * q0 + g[..., None] * v0)
     v_u = v0 + (fdot[..., None] * q0 + gdm1[..., None] * v0)
 
