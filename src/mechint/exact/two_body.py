@@ -536,6 +536,8 @@ def _short_or_general(mu, q0, v0, t):
 
     # (the branch's result is materialised, not fused into each of its uses downstream:
     # 1.35x the speed of a select after the branch on a batch of planetary systems)
+    if n <= _FEW:  # gathering would take the whole array: one copy of the solve, not two
+        return jax.lax.cond(jnp.all(ok), lambda: (q, v), general)
     branch = jnp.where(jnp.all(ok), 0, jnp.where(jnp.sum(~ok) <= few, 1, 2))
     return jax.lax.switch(branch, [lambda: (q, v), some, general])
 
