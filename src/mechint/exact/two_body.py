@@ -50,7 +50,10 @@ Mechanics*, 2nd ed. 1992, §6.9; Wisdom & Hernandez 2015, MNRAS 453, 3015).
   short-arc solve's anomaly (``_short_tangent``; about 5× cheaper than the general
   solve's tangent on a batch of drifts, and within 13 ulp of mpmath's derivative on
   every corner of the tests, where the general one loses up to 2e-9 on a near-radial
-  hyperbola); the general solve's where some entry needs it, as one branch.
+  hyperbola); the general solve's where some entry needs it, as one branch, from the
+  anomaly its values found (not a second solve).  The rule is itself differentiable
+  (the anomalies are outputs with their own tangents), so derivatives of any order, in
+  either mode, go through it.
 
 Shapes: ``q0``, ``v0`` are ``(..., d)`` (dot products only, so ``d = 3`` or ``2`` alike);
 ``mu`` and ``t`` broadcast over the leading axes.  The dtype follows the inputs (float64 when
@@ -336,16 +339,34 @@ def _solve(r0, eta, zeta, beta, mu, t):
 
 @_solve.defjvp
 def _solve_jvp(primals, tangents):
+    s, s_lo = _solve(*primals)
+    return (s, s_lo), (_anomaly_tangent(primals, tangents, s), jnp.zeros_like(s_lo))
+
+
+@jax.custom_jvp
+def _solved(r0, eta, zeta, beta, mu, t, s, s_lo):
+    """``_solve``'s anomaly ``(s, s_lo)`` of these inputs, already found (a solve of the
+    same inputs): its tangent by the same rule, without solving again."""
+    return s, s_lo
+
+
+@_solved.defjvp
+def _solved_jvp(primals, tangents):
+    s, s_lo = primals[6:]
+    return (s, s_lo), (_anomaly_tangent(primals[:6], tangents[:6], s), jnp.zeros_like(s_lo))
+
+
+def _anomaly_tangent(primals, tangents, s):
+    """The implicit-function tangent of the root ``s`` of F: ``ds = -(dF/dθ · dθ)/r``."""
     r0, eta, zeta, beta, _, t = primals
     dr0, deta, dzeta, dbeta, _, dt = tangents
-    s, s_lo = _solve(*primals)
 
     def resid(*p):
         return _residual(s, *p)
 
     # F's change with the inputs and F' = r, from one evaluation of the residual
     (_, r), (df, _) = jax.jvp(resid, (r0, eta, zeta, beta, t), (dr0, deta, dzeta, dbeta, dt))
-    return (s, s_lo), (-df / r, jnp.zeros_like(s_lo))
+    return -df / r
 
 
 def _sum_last(a):
@@ -449,33 +470,48 @@ def kepler_flow(mu, q0, v0, t):
     )
 
 
-@jax.custom_jvp
 def _flow(mu, q0, v0, t):
     """``kepler_flow`` on broadcast inputs: the short-arc solve where it vouches for its
     result, the general one elsewhere (``_short_or_general``)."""
+    return _flow_solved(mu, q0, v0, t)[:2]
+
+
+@jax.custom_jvp
+def _flow_solved(mu, q0, v0, t):
+    """``_short_or_general``'s state and anomalies, each with its derivative (the
+    anomalies' where they hold: the short arc's where ``ok``, the general solve's
+    elsewhere), so that derivatives of any order go through the tangent rule."""
     return _short_or_general(mu, q0, v0, t)
 
 
-@_flow.defjvp
+@_flow_solved.defjvp
 def _flow_jvp(primals, tangents):
     """The values of ``_flow``; the tangent by the implicit function theorem: the short
     arc's (``_short_tangent``) where its solve vouches for the value, the general solve's
     (``_solve``) elsewhere, taken only when some entry needs it (one branch for the whole
-    array, under ``vmap`` too: ``_everywhere``)."""
-    mu, q0, v0, t = primals
-    _, _, ok, s = _short_arc(mu, q0, v0, t)
-    dq, dv = _short_tangent(primals, s, tangents)
+    array, under ``vmap`` too: ``_everywhere``).  The general solve's tangent starts
+    from the anomaly its values found (``_solved``), not from a second solve."""
+    out = _flow_solved(*primals)
+    _, _, ok, s, anomaly = out
+    dq, dv, ds = _short_tangent(primals, s, tangents)
+    zero = jnp.zeros_like(s)
+
+    def tangent(p, t, anomaly):
+        dqg, dvg, (dsg, _) = jax.jvp(lambda *p: _general(*p, anomaly=anomaly), p, t)[1]
+        return dqg, dvg, dsg
 
     def general():
-        # (rematerialised: a linearisation keeps the primals, not the general solve's
+        # (rematerialised: a linearisation keeps the primals, not the state formula's
         # intermediates, as this branch's residuals; the conditional's known half
         # computes, and fills with zeros where the branch is not taken, only what it
         # keeps: 1.5x the speed of reverse mode through a transit likelihood)
-        dqg, dvg = jax.checkpoint(lambda p, t: jax.jvp(_general, p, t)[1])(primals, tangents)
+        dqg, dvg, dsg = jax.checkpoint(tangent)(primals, tangents, anomaly)
         keep = ok[..., None]
-        return jnp.where(keep, dq, dqg), jnp.where(keep, dv, dvg)
+        return jnp.where(keep, dq, dqg), jnp.where(keep, dv, dvg), jnp.where(ok, zero, dsg)
 
-    return _flow(*primals), jax.lax.cond(_everywhere(ok), lambda: (dq, dv), general)
+    dq, dv, dsg = jax.lax.cond(_everywhere(ok), lambda: (dq, dv, zero), general)
+    no_tangent = np.zeros(ok.shape, dtype=jax.dtypes.float0)
+    return out, (dq, dv, no_tangent, ds, (dsg, zero))
 
 
 @jax.custom_batching.custom_vmap
@@ -490,10 +526,12 @@ def _everywhere_vmap(axis_size, in_batched, ok):
     return jnp.all(ok), False
 
 
-def _general(mu, q0, v0, t):
+def _general(mu, q0, v0, t, anomaly=None):
     """The general solve (any conic, any time; ``_flow_scaled``) on broadcast inputs, in
     units of exact powers of two that bring ``|q0|`` and ``mu`` near 1 (keeps float32
-    intermediates in range at extreme scales)."""
+    intermediates in range at extreme scales): ``(q, v, (s, s_lo))``, the anomaly in
+    those units.  ``anomaly``: the one a solve of the same inputs found (the state there,
+    and its tangent, without solving again)."""
     sg = jax.lax.stop_gradient
     big_q = jnp.max(jnp.abs(q0), axis=-1)
     ex_l = jnp.round(jnp.log2(jnp.where(big_q > 0, big_q, 1.0)))
@@ -502,10 +540,10 @@ def _general(mu, q0, v0, t):
     one = jnp.ones_like(mu)
     lsc = jnp.ldexp(one, sg(ex_l).astype(jnp.int32))  # length unit
     vsc = jnp.ldexp(one, sg(ex_v).astype(jnp.int32))  # velocity unit
-    q, v = _flow_scaled(
-        mu / lsc / vsc / vsc, q0 / lsc[..., None], v0 / vsc[..., None], t * (vsc / lsc)
+    q, v, anomaly = _flow_scaled(
+        mu / lsc / vsc / vsc, q0 / lsc[..., None], v0 / vsc[..., None], t * (vsc / lsc), anomaly
     )
-    return q * lsc[..., None], v * vsc[..., None]
+    return q * lsc[..., None], v * vsc[..., None], anomaly
 
 
 @jax.custom_batching.custom_vmap
@@ -514,13 +552,18 @@ def _short_or_general(mu, q0, v0, t):
     vouch for its result, and only when some entry needs it: a branch taken once for the
     whole array (under ``vmap`` too: this function's batching rule keeps the branch whole
     instead of turning it into a select that would run both), on the entries that need
-    it, gathered, where they are at most ``_FEW``."""
-    q, v, ok, _ = _short_arc(mu, q0, v0, t)
+    it, gathered, where they are at most ``_FEW``.
+
+    Returns ``(q, v, ok, s, anomaly)``: the state, where the short-arc solve vouches for
+    it and its anomaly there, and the general solve's anomaly ``(s, s_lo)`` (``_general``;
+    0 where it did not run), from which the tangent starts (``_flow_jvp``)."""
+    q, v, ok, s = _short_arc(mu, q0, v0, t)
+    none = (jnp.zeros_like(s), jnp.zeros_like(s))
 
     def general():
-        qg, vg = _general(mu, q0, v0, t)
+        qg, vg, anomaly = _general(mu, q0, v0, t)
         keep = ok[..., None]
-        return jnp.where(keep, q, qg), jnp.where(keep, v, vg)
+        return jnp.where(keep, q, qg), jnp.where(keep, v, vg), anomaly
 
     n = ok.size
     few = min(n, _FEW)
@@ -529,17 +572,25 @@ def _short_or_general(mu, q0, v0, t):
         flat = [a.reshape(n, *a.shape[ok.ndim :]) for a in (mu, q0, v0, t, q, v)]
         at = jnp.nonzero(~ok.reshape(n), size=few, fill_value=n)[0]
         taken = [a[jnp.minimum(at, n - 1)] for a in flat[:4]]
-        qg, vg = _general(*taken)
+        qg, vg, (sg, sg_lo) = _general(*taken)
         # (the fill's index n is past the end: its writes are dropped)
-        return tuple(a.at[at].set(b, mode="drop").reshape(c.shape)
-                     for a, b, c in ((flat[4], qg, q), (flat[5], vg, v)))  # fmt: skip
+        pairs = ((flat[4], qg), (flat[5], vg), (none[0].reshape(n), sg),
+                 (none[1].reshape(n), sg_lo))  # fmt: skip
+        qn, vn, sn, sn_lo = (a.at[at].set(b, mode="drop") for a, b in pairs)
+        return (
+            qn.reshape(q.shape),
+            vn.reshape(v.shape),
+            (sn.reshape(s.shape), sn_lo.reshape(s.shape)),
+        )
 
     # (the branch's result is materialised, not fused into each of its uses downstream:
     # 1.35x the speed of a select after the branch on a batch of planetary systems)
     if n <= _FEW:  # gathering would take the whole array: one copy of the solve, not two
-        return jax.lax.cond(jnp.all(ok), lambda: (q, v), general)
-    branch = jnp.where(jnp.all(ok), 0, jnp.where(jnp.sum(~ok) <= few, 1, 2))
-    return jax.lax.switch(branch, [lambda: (q, v), some, general])
+        out = jax.lax.cond(jnp.all(ok), lambda: (q, v, none), general)
+    else:
+        branch = jnp.where(jnp.all(ok), 0, jnp.where(jnp.sum(~ok) <= few, 1, 2))
+        out = jax.lax.switch(branch, [lambda: (q, v, none), some, general])
+    return out[0], out[1], ok, s, out[2]
 
 
 # Entries of a drift (over the whole batch) the general solve takes by themselves, gathered,
@@ -551,7 +602,7 @@ _FEW = 8
 def _short_or_general_vmap(axis_size, in_batched, mu, q0, v0, t):
     args = [a if batched else jnp.broadcast_to(a, (axis_size, *a.shape))
             for a, batched in zip((mu, q0, v0, t), in_batched, strict=True)]  # fmt: skip
-    return _short_or_general(*args), (True, True)
+    return _short_or_general(*args), (True, True, True, True, (True, True))
 
 
 # The short-arc solve: Stumpff series to |z| <= _Z_SHORT (z = beta s^2; about one radian of
@@ -660,11 +711,13 @@ def _short_tangent(primals, s, tangents):
     (_, r), (df, _) = jax.jvp(residual, primals, tangents)
     ds = -df / r
     _, (dq, dv, _, _) = jax.jvp(_short_state, (*primals, s), (*tangents, ds))
-    return dq, dv
+    return dq, dv, ds
 
 
-def _flow_scaled(mu, q0, v0, t):
-    """``kepler_flow`` on broadcast inputs of moderate scale."""
+def _flow_scaled(mu, q0, v0, t, anomaly=None):
+    """``kepler_flow`` on broadcast inputs of moderate scale, and the solve's anomaly
+    ``(s, s_lo)``; with ``anomaly`` (a solve's of the same inputs) given, not solved
+    again (``_solved``)."""
     dtype = q0.dtype
     r0, eta, beta, zeta, hh = _invariants(mu, q0, v0)
 
@@ -696,7 +749,7 @@ def _flow_scaled(mu, q0, v0, t):
     tp0 = rp * s0 + mu * ecc * _gfuncs(bneg, s0)[3]  # time since periapsis
     x0 = (hh / mu - r0) / ecc
 
-    s, s_lo = _solve(
+    equation = (
         jnp.where(peri, rp, r0),
         jnp.where(peri, 0.0, eta),
         jnp.where(peri, mu * ecc, zeta),
@@ -704,6 +757,7 @@ def _flow_scaled(mu, q0, v0, t):
         mu,
         jnp.where(peri, t + tp0, t_red),
     )
+    s, s_lo = _solve(*equation) if anomaly is None else _solved(*equation, *anomaly)
     _, g1, g2, _ = _gfuncs(beta, s, s_lo)
 
     # Lagrange coefficients from the start point.
@@ -733,4 +787,4 @@ def _flow_scaled(mu, q0, v0, t):
     sg = jax.lax.stop_gradient
     q = jnp.where(z, q0 + (q - sg(q)), q)
     v = jnp.where(z, v0 + (v - sg(v)), v)
-    return q, v
+    return q, v, (s, s_lo)
