@@ -189,20 +189,19 @@ def main(quick: bool = False) -> dict:
 
     value, both = jax.jit(loglike), jax.jit(jax.value_and_grad(loglike))
     ahead = jax.jit(jax.value_and_grad(forward_gradient(loglike)))
-    value(theta).block_until_ready(), both(theta)[0].block_until_ready()
-    ahead(theta)[0].block_until_ready()
-    clock = time.perf_counter()
-    for _ in range(5):
-        value(theta).block_until_ready()
-    t_value = (time.perf_counter() - clock) / 5
-    clock = time.perf_counter()
-    for _ in range(5):
-        both(theta)[0].block_until_ready()
-    t_both = (time.perf_counter() - clock) / 5
-    clock = time.perf_counter()
-    for _ in range(5):
-        ahead(theta)[0].block_until_ready()
-    t_ahead = (time.perf_counter() - clock) / 5
+
+    def median_time(f, calls: int = 7) -> float:
+        """The median wall time of ``calls`` calls of the compiled f (a call of the reverse
+        mode's larger program varies by up to 2x from call to call on a CPU)."""
+        jax.block_until_ready(f(theta))
+        times = []
+        for _ in range(calls):
+            clock = time.perf_counter()
+            jax.block_until_ready(f(theta))
+            times.append(time.perf_counter() - clock)
+        return float(np.median(times))
+
+    t_value, t_both, t_ahead = (median_time(f) for f in (value, both, ahead))
     result["grad/value time"] = t_both / t_value
     result["forward grad/value time"] = t_ahead / t_value
     print(f"log-likelihood {t_value * 1e3:.1f} ms; with its gradient: reverse mode "
