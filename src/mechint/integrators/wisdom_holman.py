@@ -329,9 +329,13 @@ def run(system: NBody, coordinates: str, x, h, fractions, kind, kinds):
     return x, ok_status(x)
 
 
-# a sequence of one row (a kernel of one kick, rotated) runs as straight-line code, longer
-# ones as a loop (each operation compiled once: a Kepler drift compiles in ~0.9 s)
-_UNROLLED = 1
+# A sequence of at most one drift (a kernel of one kick, rotated; the map's coordinates
+# entered and left, every step where events or save times read the shown state) runs as
+# straight-line code, one of more drifts as a loop (each operation compiled once: a Kepler
+# drift compiles in ~0.9 s).  Straight-line code holds the same one drift as the loop and
+# no loop or branch: reverse mode through a transit likelihood (1600 steps, the shown
+# state every step) 1.25x faster than with a loop of two rows, 2026-12-07.
+_UNROLLED_DRIFTS = 1
 
 
 def _run(system: NBody, coordinates: str, s: _State, h, fractions, kind, kinds) -> _State:
@@ -348,7 +352,10 @@ def _run(system: NBody, coordinates: str, s: _State, h, fractions, kind, kinds) 
         SABA_CORRECTOR: lambda s, d: _saba_corrector(system, s, d, h2),
     }
     branches = [ops[k] for k in kinds]
-    if len(fractions) <= _UNROLLED and not isinstance(fractions, jax.Array):
+    if (
+        not isinstance(fractions, jax.Array)
+        and np.count_nonzero(np.asarray(fractions)[:, 0]) <= _UNROLLED_DRIFTS
+    ):
         # a short sequence as straight-line code (XLA fuses it; no loop, no branches)
         for (c, d), k in zip(np.asarray(fractions).tolist(), np.asarray(kind).tolist(),
                              strict=True):  # fmt: skip
