@@ -331,7 +331,7 @@ def run(system: NBody, coordinates: str, x, h, fractions, kind, kinds):
 
 # A sequence of at most one drift (a kernel of one kick, rotated; the map's coordinates
 # entered and left, every step where events or save times read the shown state) runs as
-# straight-line code, one of more drifts as a loop (each operation compiled once: a Kepler
+# straight-line code, one with more drifts as a loop (each operation compiled once: a Kepler
 # drift compiles in ~0.9 s).  Straight-line code holds the same one drift as the loop and
 # no loop or branch: reverse mode through a transit likelihood (1600 steps, the shown
 # state every step) 1.25x faster than with a loop of two rows, 2026-12-07.
