@@ -352,13 +352,10 @@ def _run(system: NBody, coordinates: str, s: _State, h, fractions, kind, kinds) 
         SABA_CORRECTOR: lambda s, d: _saba_corrector(system, s, d, h2),
     }
     branches = [ops[k] for k in kinds]
-    if (
-        not isinstance(fractions, jax.Array)
-        and np.count_nonzero(np.asarray(fractions)[:, 0]) <= _UNROLLED_DRIFTS
-    ):
+    rows = None if isinstance(fractions, jax.Array) else np.asarray(fractions)
+    if rows is not None and np.count_nonzero(rows[:, 0]) <= _UNROLLED_DRIFTS:
         # a short sequence as straight-line code (XLA fuses it; no loop, no branches)
-        for (c, d), k in zip(np.asarray(fractions).tolist(), np.asarray(kind).tolist(),
-                             strict=True):  # fmt: skip
+        for (c, d), k in zip(rows.tolist(), np.asarray(kind).tolist(), strict=True):
             if c != 0:
                 s = _drift(system, coordinates, s, c * h)
             s = branches[k](s, d * h)
