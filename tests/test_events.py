@@ -471,3 +471,31 @@ def test_reverse_mode_with_empty_slots_is_finite():
     back, ahead = jax.jacrev(times)(mu), jax.jacfwd(times)(mu)
     assert int(np.sum(np.isfinite(times(mu)))) == 3 and np.all(np.isfinite(back))
     np.testing.assert_allclose(back, ahead, rtol=1e-12)
+
+
+def test_the_solver_brackets_an_end_found_at_the_root_at_the_next_evaluation(monkeypatch):
+    """Illinois' regula falsi puts an end on the root to round-off within a few steps,
+    and then its points fall on that end; the least step (2 ulp inside) brackets the root
+    at the next evaluation.  On 4000 smooth crossings of each kind in [0, 1] every
+    bracket closes within 16 evaluations (the solver without the least step: up to 44,
+    by bisections) on the root to a few ulp and the function's own rounding."""
+    from mechint import events
+
+    monkeypatch.setattr(events, "_MAX_ITERATIONS", 16)
+    rng = np.random.default_rng(0)
+    n = 4000
+    r = jnp.asarray(rng.uniform(0.05, 0.95, n))
+    w = jnp.asarray(rng.uniform(0.5, 3.0, n))
+    kinds = {
+        "sin": lambda t: jnp.sin(w * (t - r)) * (1 + t),
+        "exp": lambda t: jnp.exp(w * t) - jnp.exp(w * r),
+        "line": lambda t: (t - r) * w,
+    }
+    for name, f in kinds.items():
+        a, b = jnp.zeros(n), jnp.ones(n)
+        tau, ok, _ = jax.jit(lambda f=f, a=a, b=b: events._bracket_roots(f, a, f(a), b, a == 0))()
+        assert bool(jnp.all(ok)), (name, int(jnp.sum(~ok)))
+        # the computed f's zero lies within its rounding over its slope (4 eps / w) of r
+        bound = 8 * jnp.spacing(r) + 4 * np.finfo(np.float64).eps / w
+        off = float(jnp.max(jnp.abs(tau - r) / bound))
+        assert off <= 1, (name, off)

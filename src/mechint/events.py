@@ -11,9 +11,11 @@ freezes its member at x_k.
 After the loop, each recorded crossing is located on the discrete flow: the root of
 τ ↦ condition(t_k + τ, Φ_τ(x_k)) in (0, h] (every map of ours takes any step size) by
 a bracketing solver (Illinois' regula falsi, with a bisection every fourth iteration:
-superlinear, and never slower than bisection by more than 4×) to a bracket of a few
-ulp, all crossings of all members and events at once (the program holds the map's step
-twice, whatever the number of events).  The crossing's state is Φ_τ(x_k), a
+superlinear, and never slower than bisection by more than 4×; a point that would fall
+within 2 ulp of an end is put 2 ulp inside it, so that an end found at the root is
+bracketed at the next evaluation) to a bracket of a few ulp, all crossings of all
+members and events at once (the program holds the map's step twice, whatever the
+number of events).  The crossing's state is Φ_τ(x_k), a
 point of the map's own flow, not an interpolant's.  Its derivative (``jax.grad``
 through a run with events) is the implicit function theorem's: dτ = −∂_θF / ∂_τF.
 
@@ -572,8 +574,9 @@ def stopped_steps(watch: Watch | None, fail):
 
 def _bracket_roots(f, a, fa, b, used):
     """The roots of the vectorised ``f`` (a value per slot) between a and b to a bracket
-    of ~2 ulp each: Illinois' regula falsi, a bisection every fourth iteration, each slot
-    on its own (a slot stops moving once its bracket is closed).  The first pass
+    of ~2 ulp each: Illinois' regula falsi, a bisection every fourth iteration, a falsi
+    point within 2 ulp of an end put 2 ulp inside it (Brent's least step), each slot on
+    its own (a slot stops moving once its bracket is closed).  The first pass
     evaluates f at b (0 where not ``used``), so that the program holds one f.
     Returns (τ, converged, f at b)."""
 
@@ -587,18 +590,26 @@ def _bracket_roots(f, a, fa, b, used):
         a, fa, b, fb, side, it = s
         falsi = (a * fb - b * fa) / (fb - fa)
         lo, hi = jnp.minimum(a, b), jnp.maximum(a, b)
-        inside = (falsi > lo) & (falsi < hi) & jnp.isfinite(falsi)
-        c = jnp.where(inside & (it % 4 != 3), falsi, 0.5 * (a + b))
+        # A falsi point within half the closing width of an end moves that far into the
+        # bracket (Brent's least step): an end at the root to round-off, on which such
+        # points fall, is bracketed at the next evaluation, not by bisections.  Twice
+        # in a row, it bisects instead (the end was not at the root: Illinois stalls).
+        least = 2 * jnp.spacing(jnp.maximum(jnp.abs(a), jnp.abs(b)))
+        near = (falsi < lo + least) | (falsi > hi - least)
+        falsi_ok = jnp.isfinite(falsi) & (it % 4 != 3)
+        short = falsi_ok & near & (jnp.abs(side) != 2)
+        c = jnp.where(short, jnp.clip(falsi, lo + least, hi - least), falsi)
+        c = jnp.where(short | (falsi_ok & ~near), c, 0.5 * (a + b))
         fc = f(jnp.where(first, b, c))
         same_b = jnp.sign(fc) == jnp.sign(fb)
         # the end that moves takes c; the other end's value is halved when it stays
-        # twice in a row (Illinois)
+        # twice in a row (Illinois); |side| = 2 after a least step
         moved = (
             jnp.where(same_b, a, c),
-            jnp.where(same_b, jnp.where(side == 1, 0.5 * fa, fa), fc),
+            jnp.where(same_b, jnp.where(side > 0, 0.5 * fa, fa), fc),
             jnp.where(same_b, c, b),
-            jnp.where(same_b, fc, jnp.where(side == -1, 0.5 * fb, fb)),
-            jnp.where(same_b, 1, -1).astype(side.dtype),
+            jnp.where(same_b, fc, jnp.where(side < 0, 0.5 * fb, fb)),
+            (jnp.where(same_b, 1, -1) * jnp.where(short, 2, 1)).astype(side.dtype),
             it + 1,
         )
         live = ~done(s)
