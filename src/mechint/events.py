@@ -278,10 +278,13 @@ def _crossed(before, after, direction: int):
 
 
 def initial_watch(watching: Watching, system, integrator, x0, t0, batched: bool,
-                  steps_at=None) -> Watch:  # fmt: skip
-    """The record at the start: the conditions at x0, nothing crossed; x0 written for
-    the save times in the first step (``steps_at``: their K_j, ``save_steps``)."""
+                  steps_at=None, z0=None) -> Watch:  # fmt: skip
+    """The record at the start: the conditions at x0, nothing crossed; the loop's state
+    at x0 (``z0``, a map with coordinates of its own; x0 itself by default) written for
+    the save times in the first step (``steps_at``: their K_j, ``save_steps``).  The
+    buffers hold loop states (``locate`` and ``saved_at`` show them)."""
     events, capacity = watching.events, watching.capacity
+    loop = x0 if z0 is None else z0
     leaf = jax.tree.leaves(x0)[0]
     lead = (leaf.shape[0],) if batched else ()
     t0 = jnp.asarray(t0, dtype=leaf.dtype)  # the loop's time rule (``_time``) at k = 0
@@ -289,7 +292,8 @@ def initial_watch(watching: Watching, system, integrator, x0, t0, batched: bool,
         _Watched(
             _condition(e, system, integrator, t0, batched)(t0, x0),
             jnp.zeros(lead, dtype=jnp.int32),
-            jax.tree.map(lambda a: jnp.zeros((*lead, capacity, *a.shape[len(lead):]), a.dtype), x0),
+            jax.tree.map(lambda a: jnp.zeros((*lead, capacity, *a.shape[len(lead):]), a.dtype),
+                         loop),
             jnp.zeros((*lead, capacity), dtype=jnp.int64),
         )
         for e in events
@@ -305,7 +309,7 @@ def initial_watch(watching: Watching, system, integrator, x0, t0, batched: bool,
             mask = first.reshape((1,) * axis + (-1,) + (1,) * (a.ndim - axis))
             return jnp.where(mask, jnp.expand_dims(a, axis), jnp.zeros(shape, a.dtype))
 
-        at = _At(K, jnp.sum(first).astype(jnp.int64), jax.tree.map(fill, x0))
+        at = _At(K, jnp.sum(first).astype(jnp.int64), jax.tree.map(fill, loop))
     return Watch(jnp.full(lead, -1, dtype=jnp.int64), each, at)
 
 
@@ -411,7 +415,7 @@ def watched_step(one_step, watching: Watching, system, integrator, t0, h, batche
         at = watch.at
         if at is not None:
             at = jax.lax.cond(
-                _due(at, new[1]), lambda a: _write(a, new[1], show(x_new), batched, per_step),
+                _due(at, new[1]), lambda a: _write(a, new[1], x_new, batched, per_step),
                 lambda a: a, at,
             )  # fmt: skip
         return (x_new, *new[1:]), Watch(stop, tuple(each), at)
@@ -512,6 +516,28 @@ def check_save_at(save_at, t0, h, steps: int, dtype: str, parameter: str = "save
     return times, K, tau, len(times)  # K traced (h or t0 is): as many as there are times
 
 
+def _shown_slots(system, integrator: Integrator, z, h, used):
+    """The states that recorded loop states z show (``Integrator.leave``; their slots
+    along ``used``'s axes), all at once; an unused slot's inputs (zeros, and its copies
+    of the system and h) held constant, so that the NaN a map's coordinates make of them
+    sends no derivative back in either mode (0 · NaN).  z itself for a map without
+    coordinates of its own."""
+    if not integrator.own_coordinates:
+        return z
+    n, flat = used.ndim, used.reshape(-1)
+
+    def held(a, per_slot=False):
+        a = jnp.asarray(a)
+        a = a.reshape((-1, *a.shape[n:])) if per_slot else jnp.broadcast_to(a, flat.shape + a.shape)
+        mask = flat.reshape(flat.shape + (1,) * (a.ndim - 1))
+        return jnp.where(mask, a, jax.lax.stop_gradient(a))
+
+    x = jax.vmap(lambda s, z, h: integrator.leave(s, z, h))(
+        jax.tree.map(held, system), jax.tree.map(lambda a: held(a, True), z), held(h)
+    )
+    return jax.tree.map(lambda a: a.reshape(used.shape + a.shape[1:]), x)
+
+
 def saved_at(system, integrator: Integrator, h, tau, watch: Watch, ends, end_tau, batched: bool,
              steps: int, whole: bool = False):  # fmt: skip
     """The states at the save times: x_{K_j} itself where τ_j = 0 (T_j = t_{K_j}), else
@@ -524,6 +550,8 @@ def saved_at(system, integrator: Integrator, h, tau, watch: Watch, ends, end_tau
     at = watch.at
     real = jax.tree.leaves(at.xs)[0].dtype
     tau = jnp.asarray(tau, real)
+    written = jnp.arange(tau.shape[0], dtype=at.j.dtype) < at.j[..., None]
+    xs = _shown_slots(system, integrator, at.xs, jnp.asarray(h, real), written)
 
     def one(x, tau):
         x1 = integrator.step(system, x, tau)[0]
@@ -543,7 +571,7 @@ def saved_at(system, integrator: Integrator, h, tau, watch: Watch, ends, end_tau
     over = jax.vmap(one, in_axes=(0, 0))
     if batched:
         over = jax.vmap(over, in_axes=(0, 0))
-    x = over(at.xs, tau_each)
+    x = over(xs, tau_each)
     if not whole:
         x = unwrap_all(integrator, x)[0]
     reach = at.steps + (tau != 0).astype(at.steps.dtype)  # steps a result at T_j needs
@@ -658,19 +686,7 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
                           *[w.xk for w in watch.each])  # fmt: skip
         k = jnp.concatenate([flat(w.kk) for w in watch.each])
         used = jnp.concatenate([flat(u) for u in in_use])
-        if integrator.own_coordinates:  # the loop's states, recorded as they were: shown
-            # here, all slots at once, an empty slot's inputs (zeros, and the system's
-            # and h's copies) held constant: no derivative through the NaN a map's
-            # coordinates make of them, in either mode (0 · NaN)
-            def held(a, per_slot=False):
-                a = jnp.asarray(a)
-                a = a if per_slot else jnp.broadcast_to(a, used.shape + a.shape)
-                mask = used.reshape(used.shape + (1,) * (a.ndim - 1))
-                return jnp.where(mask, a, jax.lax.stop_gradient(a))
-
-            xk = jax.vmap(lambda s, z, h: integrator.leave(s, z, h))(
-                jax.tree.map(held, system), jax.tree.map(lambda a: held(a, True), xk), held(h)
-            )
+        xk = _shown_slots(system, integrator, xk, h, used)
         size = int(np.prod(lead))
         parts = [slice(i * size, (i + 1) * size) for i in range(len(events))]
 

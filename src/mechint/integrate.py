@@ -591,7 +591,7 @@ def _start(system, x0, integrator, h, t0, batched: bool, watching=None, at=None)
     if not watching:
         return carry
     steps_at = None if at is None else at[1]
-    return carry, initial_watch(watching, system, integrator, x0, t0, batched, steps_at)
+    return carry, initial_watch(watching, system, integrator, x0, t0, batched, steps_at, z0)
 
 
 def _solution(system, integrator, x0, carry, xs, h, t0, every, n_saves: int, batched: bool,

@@ -367,7 +367,7 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
     times, steps_at, _, per_step = plan.save_at if plan.save_at is not None else ((), None, None, 1)
     watching = Watching(plan.events, plan.max_events, len(times), per_step)
     if watching:
-        watch = initial_watch(watching, system, integrator, x0_j, t0_j, batched, steps_at)
+        watch = initial_watch(watching, system, integrator, x0_j, t0_j, batched, steps_at, z0)
     samples = [jax.tree.map(lambda a: np.asarray(a)[None], plan.x0)]
     start, compiled = _clock(), _COMPILE_CLOCK.seconds
     bar = tqdm(
