@@ -455,37 +455,58 @@ def test_a_run_ended_by_a_terminal_event_says_so_in_the_trajectory_and_the_file(
     assert attrs is not None and attrs["complete"] == 1 and "stopped" not in attrs
 
 
+@dataclasses.dataclass(frozen=True)
+class Scaled(I.Integrator):
+    """Störmer–Verlet on Kepler whose loop carries coordinates of its own, (q, p/√(μ|q|)),
+    as the Wisdom–Holman maps carry theirs: a zero state's are NaN, and μ enters them."""
+
+    name: ClassVar[str] = "scaled-stormer-verlet"
+    traits = I.StormerVerlet.traits
+    own_coordinates: ClassVar[bool] = True
+
+    def cannot_serve(self, system):
+        return None if isinstance(system, S.Kepler) else "Kepler only"
+
+    def step(self, system, x, h):
+        return I.StormerVerlet().step(system, x, h)
+
+    def enter(self, system, x, h):
+        q, p = x
+        return q, p / jnp.sqrt(system.mu * jnp.sqrt(jnp.sum(q * q)))
+
+    def leave(self, system, z, h):
+        q, u = z
+        return q, u * jnp.sqrt(system.mu * jnp.sqrt(jnp.sum(q * q)))
+
+    def loop_step(self, system, z, h):
+        x, st = self.step(system, self.leave(system, z, h), h)
+        return self.enter(system, x, h), st
+
+
 def test_reverse_mode_with_empty_slots_is_finite():
     """Reverse mode with respect to the system's parameters through a run whose event
     buffers have empty slots (zeros: for Kepler a singular state) equals forward mode:
     an empty slot's NaN sends no derivative back (0 · NaN would).  Also for a map whose
-    loop runs in coordinates of its own (Wisdom–Holman: the recorded loop states are
-    shown after the loop, the empty ones too)."""
+    loop carries coordinates of its own (the recorded loop states, of the crossings and
+    the save times, are shown after the loop, the empty slots' too, with μ in them)."""
     event = mi.Event(lambda t, x: x[0][1], direction=1, name="up")
     x0 = ([0.5, 0.0], [0.0, np.sqrt(3.0)])  # e = 0.5
 
-    def times(mu):
-        sol = mi.integrate(mi.systems.Kepler(mu), mi.integrators.StormerVerlet(), x0, 0.01,
-                           2000, events=event, max_events=8)  # fmt: skip
-        return sol.events["up"].t[:3]
+    def times(mu, integrator=None, save_at=None):
+        integrator = I.StormerVerlet() if integrator is None else integrator
+        sol = mi.integrate(mi.systems.Kepler(mu), integrator, x0, 0.01, 2000, events=event,
+                           max_events=8, save_at=save_at)  # fmt: skip
+        return jnp.concatenate([sol.events["up"].t[:3], sol.x[0][:, 0], sol.x[1][:, 1]])
 
-    from mechint.systems import nbody
-
-    _, y0 = nbody.NBody.from_elements([1.0, 1e-3], {"a": [1.0], "e": [0.1], "i": [1.5], "M": [0.0]})
-
-    def transits(m):  # and the states at two save times (recorded loop states too)
-        system = nbody.NBody(jnp.stack([jnp.asarray(1.0), m]))
-        sol = mi.integrate(system, mi.integrators.WisdomHolman(), y0, 0.1, 200,
-                           events=nbody.transits(system, 1), max_events=8,
-                           save_at=[3.05, 7.5])  # fmt: skip
-        return jnp.concatenate([sol.events["transit_1"].t[:3], sol.x[0][:, 1, 0]])
-
-    for f, p in ((times, 1.0), (transits, 1e-3)):
-        p = jnp.asarray(p)
-        value, back = jax.vjp(f, p)
+    mu = jnp.asarray(1.0)
+    # the same points as the plain map's (its own coordinates shown after the loop)
+    np.testing.assert_allclose(times(mu, Scaled(), [3.05, 7.5]),
+                               times(mu, save_at=[3.05, 7.5]), rtol=1e-12)  # fmt: skip
+    for f in (times, lambda mu: times(mu, Scaled(), [3.05, 7.5])):
+        value, back = jax.vjp(f, mu)
         weights = jnp.arange(1.0, value.size + 1.0)
         back = back(weights)[0]  # the sum weighted 1, 2, 3, ...
-        ahead = jnp.sum(weights * jax.jvp(f, (p,), (jnp.ones_like(p),))[1])
+        ahead = jnp.sum(weights * jax.jvp(f, (mu,), (jnp.ones_like(mu),))[1])
         assert int(np.sum(np.isfinite(value))) == value.size and np.all(np.isfinite(back))
         np.testing.assert_allclose(back, ahead, rtol=1e-12)
 

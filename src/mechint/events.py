@@ -146,8 +146,9 @@ class Crossings(NamedTuple):
 
 class _Watched(NamedTuple):
     """One event's record in the loop: the condition at the last state ``g``, the
-    crossings seen ``n`` (may pass the capacity), their step's start state ``xk`` and
-    step number ``kk`` (capacity slots)."""
+    crossings seen ``n`` (may pass the capacity), their step's start state ``xk`` (as
+    the loop carries it: ``locate`` shows it) and step number ``kk`` (capacity
+    slots)."""
 
     g: Any
     n: Any
@@ -158,7 +159,7 @@ class _Watched(NamedTuple):
 class _At(NamedTuple):
     """The save times' record in the loop: ``steps`` K_j (nondecreasing: the time T_j
     lies in [t_{K_j}, t_{K_j + 1})), the next slot ``j`` and the states x_{K_j} written
-    so far (``xs``)."""
+    so far (``xs``, as the loop carries them: ``saved_at`` shows them)."""
 
     steps: Any
     j: Any
@@ -396,7 +397,7 @@ def watched_step(one_step, watching: Watching, system, integrator, t0, h, batche
             # coordinates of its own pays for that once a crossing, after the loop, and
             # reverse mode differentiates no drift here); written only on a step where
             # some member crossed where the loop holds conditionals of its own (a slot's
-            # unconditional write then copies the buffers: 6 µs a step for Wisdom–Holman
+            # unconditional write then copies the buffers: 4 µs a step for Wisdom–Holman
             # with 64 slots on the 2-core CPU, 2026-12-07)
             if batched or shows_other:
                 w = jax.lax.cond(
