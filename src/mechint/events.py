@@ -526,16 +526,11 @@ def _shown_slots(system, integrator: Integrator, z, h, used):
     if not integrator.own_coordinates:
         return z
     n, flat = used.ndim, used.reshape(-1)
-
-    def held(a, per_slot=False):
-        a = jnp.asarray(a)
-        a = a.reshape((-1, *a.shape[n:])) if per_slot else jnp.broadcast_to(a, flat.shape + a.shape)
-        mask = flat.reshape(flat.shape + (1,) * (a.ndim - 1))
-        return jnp.where(mask, a, jax.lax.stop_gradient(a))
-
-    x = jax.vmap(lambda s, z, h: integrator.leave(s, z, h))(
-        jax.tree.map(held, system), jax.tree.map(lambda a: held(a, True), z), held(h)
-    )
+    slots = jax.tree.map(lambda a: a.reshape((-1, *a.shape[n:])), z)
+    copies = jax.tree.map(lambda a: jnp.broadcast_to(a, flat.shape + jnp.shape(a)), (system, h))
+    inputs = (*copies, slots)
+    inputs = freeze(~flat, jax.lax.stop_gradient(inputs), inputs)  # unused slots: constants
+    x = jax.vmap(lambda s, h, z: integrator.leave(s, z, h))(*inputs)
     return jax.tree.map(lambda a: a.reshape(used.shape + a.shape[1:]), x)
 
 
@@ -725,8 +720,7 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
         # derivative back to the system (reverse mode: 0 · NaN)
         def keep(a):
             a = jnp.asarray(a)
-            mask = ok.reshape(ok.shape + (1,) * (a.ndim - ok.ndim))
-            return jnp.where(mask, a, jax.lax.stop_gradient(a))
+            return freeze(~ok, jax.lax.stop_gradient(a), a)
 
         xk_l, tk_l = jax.tree.map(keep, (xk, tk))
         system_l = jax.tree.map(lambda a: keep(jnp.broadcast_to(a, ok.shape + jnp.shape(a))),
