@@ -121,6 +121,65 @@ def test_pair_potentials_equal_a_loop_over_the_pairs_of_sites(monkeypatch):
         assert np.max(np.abs(a - b)) <= 1e-13 * np.max(np.abs(a)), (a, b)
 
 
+def _plain_pairs(x, R, sites, eps, sig, q):
+    """LJ + Coulomb + gravity over the pairs of different bodies, written plainly (every
+    (site, site) entry, masked): what JAX's own reverse mode differentiates."""
+    P = x[:, None, :] + jnp.einsum("nij,sj->nsi", R, sites)
+    n, s = P.shape[:2]
+    flat, body = P.reshape(-1, 3), np.repeat(np.arange(n), s)
+    e, g, c = (jnp.tile(jnp.asarray(a), n) for a in (eps, sig, q))
+    mask = body[:, None] < body[None, :]
+    d = flat[:, None, :] - flat[None, :, :]
+    r2 = jnp.where(mask, jnp.sum(d * d, axis=-1), 1.0)
+    both = e[:, None] * e[None, :]
+    ok = both > 0
+    s6 = (0.5 * (g[:, None] + g[None, :])) ** 6 / r2**3
+    lj = 4.0 * jnp.where(ok, jnp.sqrt(jnp.where(ok, both, 1.0)), 0.0) * (s6 * s6 - s6)
+    qq = c[:, None] * c[None, :]
+    return jnp.sum(jnp.where(mask, lj + 2.0 * qq / jnp.sqrt(r2) - 0.5 * qq**2 / jnp.sqrt(r2), 0.0))
+
+
+@pytest.mark.parametrize("blocked", [False, True])
+def test_pair_sums_derivatives_equal_reverse_mode_through_the_plain_sum(monkeypatch, blocked):
+    """The pair sums' own derivative rule (forces as matrix products, the values' from the
+    energy's derivatives) against JAX's reverse mode through the plain masked sum: the
+    gradient by positions, attitudes and every per-site value (traced: no site left out),
+    and the Hessian by the positions (forward over the rule), at once and in blocks of
+    rows; the sites left out where the values vanish (ε and q known) change nothing."""
+    x, R = _random_bodies(4, seed=3)
+    sites = jnp.array([[0.0, 0.0, 0.1], [0.3, 0.2, 0.0], [-0.2, 0.1, 0.0]])
+    eps, sig = jnp.array([0.5, 0.0, 0.2]), jnp.array([1.0, 0.7, 0.8])
+    q = jnp.array([0.0, 0.4, -0.3])
+    if blocked:
+        monkeypatch.setattr(potentials, "_PAIRS_AT_ONCE", 50)  # 144 entries: blocks of 4 rows
+
+    def ours(x, R, eps, sig, q):
+        return (potentials.lennard_jones(x, R, sites, eps, sig)
+                + potentials.coulomb(x, R, sites, q, k=2.0)
+                + potentials.mutual_gravity(x, R, sites, q**2, G=0.5))  # fmt: skip
+
+    def theirs(x, R, eps, sig, q):
+        return _plain_pairs(x, R, sites, eps, sig, q)
+
+    def derivatives(f):  # the value, gradient, Hessian by x and ∂²E/∂x∂ε: one program
+        return jax.jit(lambda *a: (jax.value_and_grad(f, argnums=(0, 1, 2, 3, 4))(*a),
+                                   jax.hessian(f)(*a),
+                                   jax.jacfwd(jax.grad(f, argnums=2), argnums=0)(*a)))  # fmt: skip
+
+    args = (x, R, eps, sig, q)
+    (a, Ha, Ga), (b, Hb, Gb) = derivatives(ours)(*args), derivatives(theirs)(*args)
+    assert abs(a[0] - b[0]) <= 1e-14 * abs(b[0])
+    for u, v in zip(a[1], b[1], strict=True):
+        assert np.max(np.abs(u - v)) <= 1e-13 * np.max(np.abs(v)), (u, v)
+    assert np.max(np.abs(Ha - Hb)) <= 1e-12 * np.max(np.abs(Hb))  # through the rule
+    assert np.max(np.abs(Ga - Gb)) <= 1e-12 * np.max(np.abs(Gb))
+    # the sites where ε (LJ) or q (Coulomb, gravity) vanish left out: known values
+    known = jax.jit(jax.value_and_grad(lambda x: ours(x, R, *map(np.asarray, (eps, sig, q)))))
+    value, F = known(x)
+    assert abs(value - a[0]) <= 1e-14 * abs(a[0])
+    assert np.max(np.abs(F - a[1][0])) <= 1e-13 * np.max(np.abs(a[1][0]))
+
+
 def test_gravity_gradient_torque_is_maccullaghs():
     """The torque of V₂ is 3μ/r³ u × 𝕁u, u = Rᵀx/r (the primary seen from the body)."""
     x, R = _random_bodies(2, seed=5)
