@@ -435,8 +435,9 @@ class WaterBox:
     the list from them with JAX MD's own ``update`` (which rebuilds it only where a site
     moved more than SKIN/2 since, so V is right whatever the params' age) and is NaN
     where the list overflowed its capacity, so that the step fails instead of missing
-    pairs.  The run goes a step a call, the list updated after each step (as JAX MD's loop
-    does) and handed to the next as the system's new params (one compiled program)."""
+    pairs.  The run is one program: a step of ``integrate`` at a time, the list updated
+    after each step (as JAX MD's loop does) and handed to the next as the system's
+    params."""
 
     def __init__(self, side: int):
         n = side**3
@@ -513,34 +514,37 @@ class WaterBox:
         return jnp.where(nbrs.did_buffer_overflow, jnp.nan, E)
 
     def mechint_run(self, integrator, h, steps):
-        """mechint's run (a callable): chunks of SAVE steps, the list updated between."""
+        """mechint's run (a callable): one program, a step of ``integrate`` at a time with
+        the list updated after it and handed to the next as the system's params, as JAX
+        MD's loop carries its list; the states every SAVE steps, and whether every step
+        held and no list overflowed."""
         leaves, treedef = jax.tree.flatten(self.system)
         held = len(jax.tree.leaves(self.system.params))  # the params' leaves come last
 
-        @jax.jit
-        def chunk(system, x):  # one step, then the list updated (as JAX MD's loop does)
+        def one(c, _):
+            x, params, ok = c
+            system = jax.tree.unflatten(treedef, leaves[: len(leaves) - held]
+                                        + jax.tree.leaves(params))  # fmt: skip
             sol = mi.integrate(system, integrator, x, h, 1)
             end = jax.tree.map(lambda a: a[-1], sol.x)
-            return end, sol.ok, self.update(self.positions(end[0], end[2]), held_list(system))
+            old = self.template.set(idx=params["idx"].astype(jnp.int32),
+                                    reference_position=params["at"])  # fmt: skip
+            nbrs = self.neighbor_fn.update(self.positions(end[0], end[2]), old)
+            fine = sol.ok & ~jnp.asarray(nbrs.did_buffer_overflow, bool)
+            return (end, self.params(nbrs), ok & fine), None
 
-        def held_list(system):
-            return self.template.set(idx=system.params["idx"].astype(jnp.int32),
-                                     reference_position=system.params["at"])  # fmt: skip
+        def save(c, _):
+            c = jax.lax.scan(one, c, None, length=SAVE)[0]
+            return c, c[0]
 
-        def run():
-            x, system, states, ok = tuple(jnp.asarray(a) for a in self.x0), self.system, [], True
-            for k in range(steps):
-                x, fine, nbrs = chunk(system, x)
-                if bool(nbrs.did_buffer_overflow):
-                    raise RuntimeError("the neighbour list overflowed: allocate a larger one")
-                ok &= bool(fine)
-                if (k + 1) % SAVE == 0:
-                    states.append(x)
-                new = jax.tree.leaves(self.params(nbrs))
-                system = jax.tree.unflatten(treedef, leaves[: len(leaves) - held] + new)
-            return jax.tree.map(lambda *a: jnp.stack(a), *states), ok
+        @jax.jit
+        def run(x):
+            c = (x, self.system.params, jnp.asarray(True))
+            (_, _, ok), xs = jax.lax.scan(save, c, None, length=steps // SAVE)
+            return xs, ok
 
-        return run
+        x0 = tuple(jnp.asarray(a) for a in self.x0)
+        return lambda: jax.block_until_ready(run(x0))
 
     def jaxmd_run(self, h, steps):
         nfns, body_energy = rigid_body.point_energy_neighbor_list(
@@ -638,7 +642,7 @@ def water_box(quick: bool) -> list[str]:
         else:
             states, ok = result
             own = common = np.concatenate([[H0], np.asarray(box.energy(states))])
-            bad = not ok
+            bad = not bool(ok)
         rows.append(f"| {name} | {rate:.2f} | {comp:.0f} | {rel_error(own):.2e} "
                     f"| {rel_error(common):.2e} | {'yes' if bad else 'no'} |")  # fmt: skip
     return rows
