@@ -10,7 +10,10 @@ a static length, of a traced length (what `simulate` compiles once for any inter
 a traced length in static blocks of 64 (`simulate`'s loop on a GPU), unrolled 4 times,
 with the members along the last axis (structure of arrays: with the failure record, with
 a bool flag a member, with nothing), with the state as columns (the freeze on the
-re-stacked state; without a failure record); the step without the failure record;
+re-stacked state; without a failure record); the step without the failure record; the
+step with a NaN poison where its status fails instead of a record, alone and with a
+finite check every 64 steps (poison and replay: a block that fails would be taken again
+by the tracked step);
 `simulate` itself; the bare `lax.scan` of the closed-form step (three columns); on a CPU
 (an even batch), the members in blocks of 1000 (10 with --quick) each taken through all
 its steps (`integrate` on each block, mechint's step with an ok flag a member and nothing
@@ -248,6 +251,26 @@ def rows(quick: bool, dtype: str, bodies: int | None):
 
         return jax.lax.fori_loop(0, S, step, (x.T, jnp.zeros(B, bool)))[0].T
 
+    def poisoned(x, vstep=vstep, block=None):
+        """The step with a poison instead of a record: a member whose status fails takes
+        NaN (absorbing: a non-finite input fails every map's status); ``block``: a check
+        that the state is finite at the end of every ``block`` steps (where a run would
+        replay a block that holds a failure with the tracked step)."""
+
+        def step(_, x):
+            y, st = vstep(top, x, h)
+            return jnp.where(st.ok[:, None], y, jnp.nan)
+
+        if block is None:
+            return jax.lax.fori_loop(0, S, step, x)
+
+        def blocks(c, _):
+            x = jax.lax.fori_loop(0, block, step, c[0])
+            return (x, c[1] & jnp.all(jnp.isfinite(x))), None
+
+        c = jax.lax.scan(blocks, (x, jnp.asarray(True)), None, length=S // block)[0]
+        return jnp.where(c[1], jax.lax.fori_loop(0, S % block, step, c[0]), jnp.nan)
+
     def scan(step):  # vmap of the scan of three scalars: XLA carries three columns
         return jax.vmap(bare_scan(step, S))
 
@@ -309,6 +332,9 @@ def rows(quick: bool, dtype: str, bodies: int | None):
             jax.jit(lambda x: jax.lax.fori_loop(0, S, lambda _, x: vstep(top, x, h)[0], x)),
             (x,),
         ),
+        ("the step, a NaN poison where its status fails", jax.jit(poisoned), (x,)),
+        ("the poison, a finite check every 64 steps",
+         jax.jit(lambda x: poisoned(x, block=64)), (x,)),
         ("simulate, Kahan, one save", lambda x: mi.simulate(top, kahan, x, h, S, S).x[:, -1],
          (xn,)),
         ("bare lax.scan, Kahan step (three columns)",
@@ -353,6 +379,8 @@ def rows(quick: bool, dtype: str, bodies: int | None):
          jax.jit(rk4_stages_on_columns), (x,)),
         ("RK4, the step without a failure record", jax.jit(
             lambda x: jax.lax.fori_loop(0, S, lambda _, x: vrk4(top, x, h)[0], x)), (x,)),
+        ("RK4, a NaN poison where its status fails",
+         jax.jit(lambda x: poisoned(x, vstep=vrk4)), (x,)),
         ("bare lax.scan, RK4 step", jax.jit(scan(lambda m: rk4_step(m, *a, h))), (x,)),
     ]  # fmt: skip
     reference = {}
