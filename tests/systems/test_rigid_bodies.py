@@ -180,6 +180,30 @@ def test_pair_sums_derivatives_equal_reverse_mode_through_the_plain_sum(monkeypa
     assert np.max(np.abs(F - a[1][0])) <= 1e-13 * np.max(np.abs(a[1][0]))
 
 
+def test_pair_forces_cancel_to_round_off_far_from_the_origin():
+    """The pair forces are formed on the sites' differences: 100 waters 10⁴ units from the
+    origin feel no net force beyond round-off of the largest (as near the origin), where
+    products with the absolute positions would leave ~1e-11."""
+    rng = np.random.default_rng(0)
+    sites = np.array([[0.0, 0.0, 0.0], [0.757, 0.586, 0.0], [-0.757, 0.586, 0.0]])
+    q, eps = np.array([-0.834, 0.417, 0.417]), np.array([0.15, 0.0, 0.0])
+    R = jnp.asarray(haar_so(rng, 100, 3))
+
+    @jax.jit
+    def forces(x):
+        def V(x):
+            return potentials.coulomb(x, R, sites, q, 332.0) + potentials.lennard_jones(
+                x, R, sites, eps, 3.15
+            )
+
+        return jax.grad(V)(x)
+
+    spread = 20 * rng.standard_normal((100, 3))
+    for origin in (0.0, 1e4):
+        F = forces(jnp.asarray(origin + spread))
+        assert np.max(np.abs(np.sum(F, axis=0))) < 1e-13 * np.max(np.abs(F)), origin
+
+
 def test_gravity_gradient_torque_is_maccullaghs():
     """The torque of V₂ is 3μ/r³ u × 𝕁u, u = Rᵀx/r (the primary seen from the body)."""
     x, R = _random_bodies(2, seed=5)
