@@ -211,7 +211,9 @@ def _over_rows(energy, flat, body, values, moving: bool, chosen: tuple[int, ...]
         jnp.zeros_like(flat) if moving else None,
         tuple(jnp.zeros_like(values[i]) for i in chosen),
     )
-    return jax.lax.scan(block, zero, blocks)[0]
+    # (each block recomputed where the rule itself is differentiated in reverse mode:
+    # memory like NS, not (NS)², for second derivatives too)
+    return jax.lax.scan(jax.checkpoint(block), zero, blocks)[0]
 
 
 def _rows(energy, flat, body, values, rows, moving: bool, chosen: tuple[int, ...]):
