@@ -489,7 +489,6 @@ class WaterBox:
         Pi = np.sqrt(moments * BOX_KT) * rng.standard_normal((n, 3))
         self.x0 = (x, p, quaternion_matrix(self.q0), Pi)
         self.template = self.neighbor_fn.allocate(self.positions(x, self.x0[2]))
-        self.update = jax.jit(lambda P, nbrs: self.neighbor_fn.update(P, nbrs))
         self.system = mi.systems.RigidBodies(
             np.tile(moments, (n, 1)), mass=float(SITE_MASSES.sum()), potential=self.V,
             params=self.params(self.template), translation_invariant=True,
