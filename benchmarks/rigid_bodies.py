@@ -261,7 +261,8 @@ class Cluster:
             rigid_body.angular_momentum_to_conjugate_momentum(body.orientation, jnp.asarray(Pi)),
         )
 
-    def from_jaxmd(self, body, momentum):
+    @staticmethod
+    def from_jaxmd(body, momentum):
         """mechint's (x, p, R, Π) of JAX MD states (any leading axes): R of the normalised
         quaternion, Π = ½ S(q)ᵀ P without its zeroth component."""
         qv = body.orientation.vec
@@ -504,11 +505,14 @@ class WaterBox:
         """A neighbour list as the potential's params: its index table and positions."""
         return {"idx": jnp.asarray(nbrs.idx, jnp.float64), "at": nbrs.reference_position}
 
+    def listed(self, params):
+        """The neighbour list that ``params`` hold (``params`` inverted)."""
+        return self.template.set(idx=params["idx"].astype(jnp.int32),
+                                 reference_position=params["at"])  # fmt: skip
+
     def V(self, x, R, params):
         P = self.positions(x, R)
-        held = self.template.set(idx=params["idx"].astype(jnp.int32),
-                                 reference_position=params["at"])  # fmt: skip
-        nbrs = self.neighbor_fn.update(P, held)
+        nbrs = self.neighbor_fn.update(P, self.listed(params))
         E = self.site_energy(P, neighbor=nbrs, species=self.species)
         return jnp.where(nbrs.did_buffer_overflow, jnp.nan, E)
 
@@ -526,9 +530,7 @@ class WaterBox:
                                         + jax.tree.leaves(params))  # fmt: skip
             sol = mi.integrate(system, integrator, x, h, 1)
             end = jax.tree.map(lambda a: a[-1], sol.x)
-            old = self.template.set(idx=params["idx"].astype(jnp.int32),
-                                    reference_position=params["at"])  # fmt: skip
-            nbrs = self.neighbor_fn.update(self.positions(end[0], end[2]), old)
+            nbrs = self.neighbor_fn.update(self.positions(end[0], end[2]), self.listed(params))
             fine = sol.ok & ~jnp.asarray(nbrs.did_buffer_overflow, bool)
             return (end, self.params(nbrs), ok & fine), None
 
@@ -581,12 +583,7 @@ class WaterBox:
 
     def common_energy(self, bodies, momenta) -> np.ndarray:
         """mechint's H along a JAX MD trajectory (its states converted)."""
-        qv = bodies.orientation.vec
-        Pi = rigid_body.conjugate_momentum_to_angular_momentum(
-            bodies.orientation, momenta.orientation
-        )
-        R = quaternion_matrix(np.asarray(qv / jnp.linalg.norm(qv, axis=-1, keepdims=True)))
-        return np.asarray(self.energy((bodies.center, momenta.center, jnp.asarray(R), Pi)))
+        return np.asarray(self.energy(Cluster.from_jaxmd(bodies, momenta)))
 
 
 def water_box(quick: bool) -> list[str]:

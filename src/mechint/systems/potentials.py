@@ -241,9 +241,12 @@ def _rows(energy, flat, body, values, rows, moving: bool, chosen: tuple[int, ...
     picked = (tuple(mine[i] for i in chosen), tuple(values[i] for i in chosen))
     if not moving and not chosen:
         return total(r2, *picked), None, ()
-    E, (G, da_mine, da_all) = jax.value_and_grad(total, argnums=(0, 1, 2))(r2, *picked)
+    argnums = (0, 1, 2) if moving else (1, 2)  # ∂E/∂r² only where the sites move
+    E, grads = jax.value_and_grad(total, argnums=argnums)(r2, *picked)
+    da_mine, da_all = grads[-2:]
     F = None
     if moving:  # ∂E/∂p: 2 Σ_j G_ij (p_i − p_j) at the rows, −2 Σ_i G_ij (p_i − p_j) at the columns
+        G = grads[0]
         # on the differences, not the positions: exact to a translation far from the origin
         Gd = jnp.stack([2.0 * G * dk for dk in d])  # (3, rows, NS), one array: two reductions
         on_rows = jnp.sum(Gd, axis=2).T
