@@ -68,6 +68,9 @@ def pytest_configure(config):
 
         jax.config.update("jax_log_compiles", True)
         handler = logging.FileHandler(os.environ["MECHINT_COMPILE_LOG"])
+        # each line names its process, and each test's start is logged (``_bounded_memory``):
+        # the compiles of a test are the lines of its process that follow its start
+        handler.setFormatter(logging.Formatter("%(process)d %(message)s"))
         logging.getLogger("jax").addHandler(handler)
 
 
@@ -132,6 +135,10 @@ def _release() -> None:
 @pytest.fixture(autouse=True)
 def _bounded_memory(request):
     """Each test leaves its process under ``_RSS_LIMIT_MB`` resident."""
+    if os.environ.get("MECHINT_COMPILE_LOG"):
+        import logging
+
+        logging.getLogger("jax").warning("TEST %s", request.node.nodeid)
     yield
     after = _rss_mb()
     if after > _RSS_LIMIT_MB:

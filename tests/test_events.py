@@ -516,7 +516,8 @@ def test_the_solver_brackets_an_end_found_at_the_root_at_the_next_evaluation(mon
     and then its points fall on that end; the least step (2 ulp inside) brackets the root
     at the next evaluation.  On 4000 smooth crossings of each kind in [0, 1] every
     bracket closes within 16 evaluations (the solver without the least step: up to 44,
-    by bisections) on the root to a few ulp and the function's own rounding."""
+    by bisections) on the root to a few ulp and the function's own rounding, with the
+    value and the state of the evaluation there."""
     from mechint import events
 
     monkeypatch.setattr(events, "_MAX_ITERATIONS", 16)
@@ -531,8 +532,12 @@ def test_the_solver_brackets_an_end_found_at_the_root_at_the_next_evaluation(mon
     }
     for name, f in kinds.items():
         a, b = jnp.zeros(n), jnp.ones(n)
-        tau, ok, _ = jax.jit(lambda f=f, a=a, b=b: events._bracket_roots(f, a, f(a), b, a == 0))()
+        # the state each evaluation returns is its τ: the state carried to the root is
+        # the one evaluated there
+        tau, ok, _, f_tau, x_tau = jax.jit(lambda f=f, a=a, b=b: events._bracket_roots(
+            lambda t: (f(t), {"t": t}), a, f(a), {"t": a}, b, a == 0))()  # fmt: skip
         assert bool(jnp.all(ok)), (name, int(jnp.sum(~ok)))
+        assert bool(jnp.all(x_tau["t"] == tau)) and bool(jnp.all(jnp.abs(f_tau) <= 1e-12))
         # the computed f's zero lies within its rounding over its slope (4 eps / w) of r
         bound = 8 * jnp.spacing(r) + 4 * np.finfo(np.float64).eps / w
         off = float(jnp.max(jnp.abs(tau - r) / bound))

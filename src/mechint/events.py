@@ -14,10 +14,12 @@ a bracketing solver (Illinois' regula falsi, with a bisection every fourth itera
 superlinear, and never slower than bisection by more than 4×; a point that would fall
 within 2 ulp of an end is put 2 ulp inside it, so that an end found at the root is
 bracketed at the next evaluation) to a bracket of a few ulp, all crossings of all
-members and events at once (the program holds the map's step twice, whatever the
-number of events).  The crossing's state is Φ_τ(x_k), a
-point of the map's own flow, not an interpolant's.  Its derivative (``jax.grad``
-through a run with events) is the implicit function theorem's: dτ = −∂_θF / ∂_τF.
+members and events at once (the program holds the map's step once, the solver's, whatever
+the number of events).  The crossing's state is Φ_τ(x_k), the solver's own evaluation at
+the bracket's end it returns: a point of the map's own flow, not an interpolant's.  Its
+derivative (``jax.grad`` through a run with events) is the implicit function theorem's,
+dτ = −∂_θF / ∂_τF, from a second trace of the step that only a differentiated program
+holds.
 
 A zero of the condition exactly at a step counts once (a crossing is a change from
 strictly one side to the other side or zero); two crossings inside one step cancel
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, NamedTuple, cast
 
 import jax
@@ -600,22 +603,24 @@ def stopped_steps(watch: Watch | None, fail):
     return xp.where(stop >= 0, xp.where(fail >= 0, xp.minimum(fail, stop), stop), fail)
 
 
-def _bracket_roots(f, a, fa, b, used):
-    """The roots of the vectorised ``f`` (a value per slot) between a and b to a bracket
-    of ~2 ulp each: Illinois' regula falsi, a bisection every fourth iteration, a falsi
-    point within 2 ulp of an end put 2 ulp inside it (Brent's least step), each slot on
-    its own (a slot stops moving once its bracket is closed).  The first pass
-    evaluates f at b (0 where not ``used``), so that the program holds one f.
-    Returns (τ, converged, f at b)."""
+def _bracket_roots(f, a, fa, xa, b, used):
+    """The roots of the vectorised ``f`` (a value per slot, and a tree of states per
+    slot) between a and b to a bracket of ~2 ulp each: Illinois' regula falsi, a
+    bisection every fourth iteration, a falsi point within 2 ulp of an end put 2 ulp
+    inside it (Brent's least step), each slot on its own (a slot stops moving once its
+    bracket is closed).  The first pass evaluates f at b (0 where not ``used``), so that
+    the program holds one f; the states at both ends are carried (``xa``: at a), so that
+    the root's state needs no evaluation of its own.
+    Returns (τ, converged, f at b, f at τ, the state at τ)."""
 
     def done(s):
-        a, fa, b, fb, _, it = s
+        a, fa, b, fb, _, it, _, _ = s
         tiny = 4 * jnp.spacing(jnp.maximum(jnp.abs(a), jnp.abs(b)))
         return (fa == 0) | (fb == 0) | (jnp.abs(b - a) <= tiny) | (it >= _MAX_ITERATIONS)
 
     def body(carry):
         s, fb_at_b, first = carry
-        a, fa, b, fb, side, it = s
+        a, fa, b, fb, side, it, xa, xb = s
         falsi = (a * fb - b * fa) / (fb - fa)
         lo, hi = jnp.minimum(a, b), jnp.maximum(a, b)
         # A falsi point within half the closing width of an end moves that far into the
@@ -628,7 +633,7 @@ def _bracket_roots(f, a, fa, b, used):
         short = falsi_ok & near & (jnp.abs(side) != 2)
         c = jnp.where(short, jnp.clip(falsi, lo + least, hi - least), falsi)
         c = jnp.where(short | (falsi_ok & ~near), c, 0.5 * (a + b))
-        fc = f(jnp.where(first, b, c))
+        fc, xc = f(jnp.where(first, b, c))
         same_b = jnp.sign(fc) == jnp.sign(fb)
         # the end that moves takes c; the other end's value is halved when it stays
         # twice in a row (Illinois); |side| = 2 after a least step
@@ -641,20 +646,25 @@ def _bracket_roots(f, a, fa, b, used):
             it + 1,
         )
         live = ~done(s)
-        moved = tuple(jnp.where(live, m, o) for m, o in zip(moved, s, strict=True))
+        moved = tuple(jnp.where(live, m, o) for m, o in zip(moved, s[:6], strict=True))
+        moving = live & ~first
+        xa, xb = freeze(moving & ~same_b, xc, xa), freeze(moving & same_b, xc, xb)
         fb_at_b = jnp.where(first, jnp.where(used, fc, 0.0), fb_at_b)
         begun = (a, fa, b, fb_at_b, side, it)
         s = tuple(jnp.where(first, b0, m) for b0, m in zip(begun, moved, strict=True))
-        return s, fb_at_b, jnp.asarray(False)
+        return (*s, xa, freeze(first, xc, xb)), fb_at_b, jnp.asarray(False)
 
     zero = jnp.zeros(a.shape, jnp.int32)
-    start = ((a, fa, b, jnp.zeros_like(fa), zero, zero), jnp.zeros_like(fa), jnp.asarray(True))
+    s = (a, fa, b, jnp.zeros_like(fa), zero, zero, xa, xa)
+    start = (s, jnp.zeros_like(fa), jnp.asarray(True))
     s, fb_at_b, _ = jax.lax.while_loop(lambda c: c[2] | jnp.any(~done(c[0])), body, start)
-    a, fa, b, fb, _, it = s
-    tau = jnp.where(fb == 0, b, jnp.where(fa == 0, a, jnp.where(jnp.abs(fa) < jnp.abs(fb), a, b)))
+    a, fa, b, fb, _, it, xa, xb = s
+    at_a = (fb != 0) & ((fa == 0) | (jnp.abs(fa) < jnp.abs(fb)))
+    tau = jnp.where(at_a, a, b)
     # a partial step that failed inside the bracket (F = NaN) leaves a non-finite end
     finite = jnp.isfinite(fa) & jnp.isfinite(fb)
-    return tau, ((it < _MAX_ITERATIONS) | (fa == 0) | (fb == 0)) & finite, fb_at_b
+    converged = ((it < _MAX_ITERATIONS) | (fa == 0) | (fb == 0)) & finite
+    return tau, converged, fb_at_b, jnp.where(at_a, fa, fb), freeze(at_a, xa, xb)
 
 
 def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched: bool):
@@ -664,8 +674,10 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
     whose root the solver does not bracket, is NaN (t and x), not a point of the flow.
 
     The slots of every event and member are solved together, as one axis: the program
-    holds the map's step twice (the solver's, and its rates at the roots), whatever the
-    number of events (a step of a long composition or corrector compiles in seconds)."""
+    holds the map's step once (the solver's, which keeps the states at the bracket's
+    ends), twice where it is differentiated (the rates at the roots: ``_at_roots``),
+    whatever the number of events (a step of a long composition or corrector compiles in
+    seconds)."""
     real = jax.tree.leaves(watch.each[0].xk)[0].dtype if events else jnp.float64
     h = jnp.asarray(h, real)
     found = []
@@ -707,13 +719,13 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
         def F(tau):
             x1, st = jax.vmap(lambda x, tau: integrator.step(s_, x, tau))(x_, tau)
             g = conditions(gs_, jnp.where(tau == h_, t_end, tk_ + tau), x1)
-            return jnp.where(st.ok, g, jnp.nan)
+            return jnp.where(st.ok, g, jnp.nan), x1
 
         # the step's start as the loop evaluated it (an empty slot: nothing to solve)
         fa = jnp.where(used, conditions(gs_, tk_, x_), 0.0)
-        tau, ok, fb = _bracket_roots(F, jnp.zeros_like(fa), fa, jnp.broadcast_to(h_, fa.shape),
-                                     used)  # fmt: skip
-        ok = ok & used & ((jnp.sign(fa) != jnp.sign(fb)) | (fb == 0))
+        tau, ok, fb, f_tau, x1 = _bracket_roots(F, jnp.zeros_like(fa), fa, x_,
+                                                jnp.broadcast_to(h_, fa.shape), used)  # fmt: skip
+        ok = ok & used & ((jnp.sign(fa) != jnp.sign(fb)) | (fb == 0)) & jnp.isfinite(f_tau)
 
         # the live inputs where a root was found; elsewhere (an empty slot: zeros)
         # constants, so that the NaN of a step from an empty slot's state sends no
@@ -725,26 +737,17 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
         xk_l, tk_l = jax.tree.map(keep, (xk, tk))
         system_l = jax.tree.map(lambda a: keep(jnp.broadcast_to(a, ok.shape + jnp.shape(a))),
                                 system)  # fmt: skip
-        gs_l = [(lambda s, e=e: _condition(e, s, integrator, t0, False)) if e.uses_system
-                else (lambda s, e=e: _condition(e, system, integrator, t0, False))
-                for e in events]  # fmt: skip
 
-        def G(tau):  # the conditions and the states at τ, from the live inputs
+        def G(theta, tau):  # the conditions and the states at τ, from the live inputs
+            system_l, xk_l, tk_l, system, t0 = theta
+            gs_l = [(lambda s, e=e: _condition(e, s, integrator, t0, False)) if e.uses_system
+                    else (lambda s, e=e: _condition(e, system, integrator, t0, False))
+                    for e in events]  # fmt: skip
             x1, st = jax.vmap(lambda s, x, tau: integrator.step(s, x, tau))(system_l, xk_l, tau)
             g = conditions(gs_l, tk_l + tau, x1, system_l)
             return jnp.where(st.ok, g, jnp.nan), x1
 
-        # one trace of the step: the values at the roots and their rates in τ
-        (live, x1), (dF, dx1) = jax.jvp(G, (tau,), (jnp.ones_like(tau),))
-        ok = ok & jnp.isfinite(live)
-        # the implicit function theorem: the same τ, with dτ = −∂_θF / ∂_τF
-        dF = jax.lax.stop_gradient(jnp.where((dF == 0) | ~jnp.isfinite(dF), 1.0, dF))
-        tau_live = tau - (live - jax.lax.stop_gradient(live)) / dF
-        shift = tau_live - jax.lax.stop_gradient(tau_live)  # 0, with the derivative dτ
-        x1 = jax.tree.map(
-            lambda a, d: a + jax.lax.stop_gradient(d) * shift.reshape(shift.shape
-                                                                      + (1,) * (a.ndim - 1)),
-            x1, dx1)  # fmt: skip
+        tau_live, x1 = _at_roots(G, (system_l, xk_l, tk_l, system, t0), tau, x1)
         # at τ = h the loop's own t_{k+1} (tk + h may round to another number)
         t = jnp.where(tau == h_, t_end + (tau_live - jax.lax.stop_gradient(tau_live)),
                       tk + tau_live)  # fmt: skip
@@ -779,6 +782,31 @@ def locate(system, integrator: Integrator, h, t0, events, watch: Watch, batched:
             t, x = _blank(valid, (t, x))
         out[e.key] = Crossings(t, x, kept, w.n > w.kk.shape[-1])
     return out, end.astype(real)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _at_roots(G, theta, tau, x):
+    """The roots τ and the states x there, as the solver found them (no evaluation of
+    their own: a program without derivatives holds the step once, the solver's); their
+    derivatives by the implicit function theorem from ``G(theta, tau)`` (the conditions
+    F and the states at τ from the live inputs θ), in the rule alone:
+    dτ = −∂_θF·dθ / ∂_τF and dx = ∂_θx·dθ + ∂_τx·dτ."""
+    return tau, x
+
+
+@_at_roots.defjvp
+def _at_roots_jvp(G, primals, tangents):
+    theta, tau, x = primals
+
+    def rates(theta):
+        return jax.jvp(lambda tau: G(theta, tau), (tau,), (jnp.ones_like(tau),))
+
+    (_, (dF, dx_dtau)), ((dF_theta, dx), _) = jax.jvp(rates, (theta,), (tangents[0],))
+    dF, dx_dtau = jax.lax.stop_gradient((dF, dx_dtau))
+    dtau = -dF_theta / jnp.where((dF == 0) | ~jnp.isfinite(dF), 1.0, dF)
+    dx = jax.tree.map(lambda a, d: a + d * dtau.reshape(dtau.shape + (1,) * (a.ndim - 1)),
+                      dx, dx_dtau)  # fmt: skip
+    return (tau, x), (dtau, dx)
 
 
 def _nan_unless(ok):
