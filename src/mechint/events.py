@@ -554,9 +554,10 @@ def saved_at(system, integrator: Integrator, h, tau, watch: Watch, ends, end_tau
 
     def one(x, tau):
         x1 = integrator.step(system, x, tau)[0]
-        # at a step's time the saved state itself, with the time's derivative ∂_τΦ dτ
-        drift = integrator.step(system, jax.lax.stop_gradient(x), tau)[0]
-        at_step = jax.tree.map(lambda a, d: a + (d - jax.lax.stop_gradient(d)), x, drift)
+        # at a step's time the saved state itself, with the derivative of the step of size
+        # τ = 0 from it (Φ_0 the identity: dx + ∂_τΦ dτ), one trace of the step
+        sg = jax.lax.stop_gradient
+        at_step = jax.tree.map(lambda a, d: sg(a) + (d - sg(d)), x, x1)
         return jax.tree.map(lambda a, b: jnp.where(tau == 0, a, b), at_step, x1)
 
     # A time in the step a terminal event ended counts up to the crossing (to a few ulp of
