@@ -11,6 +11,7 @@ crossings in files.
 
 import dataclasses
 import json
+import traceback
 from typing import Any, ClassVar, cast
 
 import jax
@@ -542,3 +543,50 @@ def test_the_solver_brackets_an_end_found_at_the_root_at_the_next_evaluation(mon
         bound = 8 * jnp.spacing(r) + 4 * np.finfo(np.float64).eps / w
         off = float(jnp.max(jnp.abs(tau - r) / bound))
         assert off <= 1, (name, off)
+
+
+_TRACES: list[str] = []
+
+
+@dataclasses.dataclass(frozen=True)
+class _CountedRotation(I.Integrator):
+    """``Rotation``, noting where each trace of its step comes from (``tag``: a new
+    program each)."""
+
+    name: ClassVar[str] = "counted-rotation"
+    traits = mi.maps.EXACT_TRAITS
+    tag: int = 0
+
+    def cannot_serve(self, system):
+        return None
+
+    def step(self, system, x, h):
+        names = {f.name for f in traceback.extract_stack()}
+        _TRACES.append("rates" if "_at_roots_jvp" in names else
+                       "locate" if "locate" in names else "run")  # fmt: skip
+        return Rotation().step(system, x, h)
+
+
+def test_locating_crossings_traces_the_step_once_and_a_differentiated_run_twice():
+    """The crossings are located by the bracketing solver, whose evaluations give the
+    crossing's state too: locating them takes one trace of the map's step (the program's
+    size, its compile time), and only a run that is differentiated takes a second one,
+    for the rates at the roots (the implicit function theorem's); its derivative is the
+    closed form's (the crossings of q = sin(t + φ))."""
+    x0 = (jnp.asarray([0.0]), jnp.asarray([1.0]))
+    up = Event(lambda t, x: x[0][0] - 0.5, direction=1, name="up")
+
+    def traces(tag, grad=False):
+        def first(phase):
+            x = (jnp.sin(phase) + 0 * x0[0], jnp.cos(phase) + 0 * x0[1])
+            sol = mi.integrate(HO, _CountedRotation(tag), x, 0.1, 100, events=[up])
+            return sol.events["up"].t[0]
+
+        _TRACES.clear()
+        value = jax.grad(first)(0.0) if grad else first(0.0)
+        return (_TRACES.count("locate"), _TRACES.count("rates")), float(value)
+
+    counts, t = traces(1)
+    assert counts == (1, 0) and abs(t - np.pi / 6) < 1e-13, (counts, t)
+    counts, dt = traces(2, grad=True)
+    assert counts == (1, 1) and abs(dt + 1.0) < 1e-12, (counts, dt)  # t = arcsin(1/2) − φ
