@@ -590,3 +590,25 @@ def test_locating_crossings_traces_the_step_once_and_a_differentiated_run_twice(
     assert counts == (1, 0) and abs(t - np.pi / 6) < 1e-13, (counts, t)
     counts, dt = traces(2, grad=True)
     assert counts == (1, 1) and abs(dt + 1.0) < 1e-12, (counts, dt)  # t = arcsin(1/2) − φ
+
+
+def test_second_derivatives_of_a_crossing_are_the_closed_forms():
+    """q = A sin(t + φ) crosses q = 1/2 upward at t = arcsin(1/(2A)) − φ with p = (A² −
+    1/4)^½: the second derivatives in A of the located time and momentum (forward over
+    reverse, and reverse over reverse) are the closed forms' to 1e-12 (the implicit
+    function theorem's derivatives taken at the roots as they move)."""
+    up = Event(lambda t, x: x[0][0] - 0.5, direction=1, name="up")
+    phase = -0.3
+
+    def crossing(A):
+        x = (A * jnp.sin(phase) * jnp.ones(1), A * jnp.cos(phase) * jnp.ones(1))
+        c = mi.integrate(HO, Rotation(), x, 0.1, 100, events=[up]).events["up"]
+        return jnp.stack([c.t[0], c.x[1][0, 0]])
+
+    A = 1.3
+    c, s = 0.5 / A, np.sqrt(A * A - 0.25)
+    # d²/dA² arcsin(1/(2A)) and d²/dA² (A² − 1/4)^½
+    exact = np.array([c * (2 - c * c) / (A * A * (1 - c * c) ** 1.5), -0.25 / s**3])
+    for second in (jax.jacfwd(jax.jacrev(crossing)), jax.jacrev(jax.jacrev(crossing))):
+        got = np.asarray(jax.jit(second)(A))
+        assert np.max(np.abs(got - exact)) <= 1e-12 * np.max(np.abs(exact)), (got, exact)

@@ -791,19 +791,20 @@ def _at_roots(G, theta, tau, x):
     their own: a program without derivatives holds the step once, the solver's); their
     derivatives by the implicit function theorem from ``G(theta, tau)`` (the conditions
     F and the states at τ from the live inputs θ), in the rule alone:
-    dτ = −∂_θF·dθ / ∂_τF and dx = ∂_θx·dθ + ∂_τx·dτ."""
+    dτ = −∂_θF·dθ / ∂_τF and dx = ∂_θx·dθ + ∂_τx·dτ, at the roots as this function gives
+    them, so that the rule's own derivatives (second and higher orders) hold too."""
     return tau, x
 
 
 @_at_roots.defjvp
 def _at_roots_jvp(G, primals, tangents):
     theta, tau, x = primals
+    tau, x = _at_roots(G, theta, tau, x)  # the same values, with their derivatives
 
     def rates(theta):
         return jax.jvp(lambda tau: G(theta, tau), (tau,), (jnp.ones_like(tau),))
 
     (_, (dF, dx_dtau)), ((dF_theta, dx), _) = jax.jvp(rates, (theta,), (tangents[0],))
-    dF, dx_dtau = jax.lax.stop_gradient((dF, dx_dtau))
     dtau = -dF_theta / jnp.where((dF == 0) | ~jnp.isfinite(dF), 1.0, dF)
     dx = jax.tree.map(lambda a, d: a + d * dtau.reshape(dtau.shape + (1,) * (a.ndim - 1)),
                       dx, dx_dtau)  # fmt: skip
