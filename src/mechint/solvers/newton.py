@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Bool, Float, Int
 
@@ -113,7 +114,7 @@ class Newton:
             retract = _add
             tangent = jax.tree.map(jnp.zeros_like, z0)
         flat_t, unravel_t = ravel_pytree(tangent)
-        zero = jnp.zeros_like(flat_t)
+        space = (flat_t.shape, flat_t.dtype)  # (static: the closures below hold no array)
 
         def G(z, args):
             return ravel_pytree(residual(z, args))[0]
@@ -124,81 +125,89 @@ class Newton:
                 return retract(z, unravel_t(d))
             return _add(z, tangent_map(z, unravel_t(d)))
 
-        # Newton runs on stopped gradients (the iterations are never differentiated) ...
-        frozen = jax.lax.stop_gradient(args)
-
-        def local(d, z):
-            g = G(chart(z, d), frozen)
-            return g, g
-
-        if simplified is not None:
-            fixed = simplified(jax.lax.stop_gradient(z0), frozen)
-
-            def jac(d, z):
-                return fixed, G(z, frozen)
-
-        elif jacobian is None:
-            jac = jax.jacfwd(local, has_aux=True)
-        else:
-
-            def jac(d, z):
-                return jacobian(z, frozen), G(z, frozen)
-
         def size(z):
             return jnp.max(jnp.stack([jnp.max(jnp.abs(a)) for a in jax.tree.leaves(z)]))
 
         def finite(z):
             return jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in jax.tree.leaves(z)]))
 
-        def cond(state):
-            _, i, done, ok = state
-            return (i < self.max_iter) & ~done & ok
-
         # rtol below the precision of the state (float32 runs) is raised to a few ulps
-        rtol = max(self.rtol, 8.0 * float(jnp.finfo(flat_t.dtype).eps))
+        rtol = max(self.rtol, 8.0 * float(jnp.finfo(space[1]).eps))
+        max_iter, atol = self.max_iter, self.atol
 
-        def stopped(value):
-            if value is None:
-                return jnp.zeros((), flat_t.dtype)
-            return jnp.asarray(jax.lax.stop_gradient(value), flat_t.dtype)
+        def iterate(z0, args, bounds):
+            """The iterations from z0: (z, (iterations, done, ok)).  The primal of the
+            root's custom derivative (``_root``): never differentiated."""
+            floor, g_floor = bounds
+            zero = jnp.zeros(*space)
 
-        floor, g_floor = stopped(scale), stopped(residual_floor)
+            def local(d, z):
+                g = G(chart(z, d), args)
+                return g, g
 
-        def body(state):
-            z, i, _, _ = state
-            J, g = jac(zero, z)
-            d = solve(J, -g, pivot=pivot)
-            z = retract(z, unravel_t(d))
-            done = jnp.max(jnp.abs(d)) <= rtol * jnp.maximum(size(z), floor) + self.atol
-            if residual_floor is not None:
-                done = done | (jnp.max(jnp.abs(g)) <= g_floor)
-            return z, i + 1, done, finite(z)
+            if simplified is not None:
+                fixed = simplified(z0, args)
 
-        z0 = jax.lax.stop_gradient(z0)
-        init = (z0, jnp.asarray(0), jnp.asarray(False), finite(z0))
-        z, iterations, done, ok = jax.lax.while_loop(cond, body, init)
-        res = jnp.max(jnp.abs(G(z, frozen)))
+                def jac(d, z):
+                    return fixed, G(z, args)
+
+            elif jacobian is None:
+                jac = jax.jacfwd(local, has_aux=True)
+            else:
+                written = jacobian
+
+                def jac(d, z):
+                    return written(z, args), G(z, args)
+
+            def cond(state):
+                _, i, done, ok = state
+                return (i < max_iter) & ~done & ok
+
+            def body(state):
+                z, i, _, _ = state
+                J, g = jac(zero, z)
+                d = solve(J, -g, pivot=pivot)
+                z = retract(z, unravel_t(d))
+                done = jnp.max(jnp.abs(d)) <= rtol * jnp.maximum(size(z), floor) + atol
+                if residual_floor is not None:
+                    done = done | (jnp.max(jnp.abs(g)) <= g_floor)
+                return z, i + 1, done, finite(z)
+
+            init = (z0, jnp.asarray(0), jnp.asarray(False), finite(z0))
+            z, iterations, done, ok = jax.lax.while_loop(cond, body, init)
+            return z, (iterations, done, ok)
+
+        def bound(value):
+            return jnp.zeros((), space[1]) if value is None else jnp.asarray(value, space[1])
+
+        # the root as a function of ``args`` (its derivatives from the implicit function
+        # theorem, never from the iterations: see the module docstring); z0 and the
+        # bounds carry no derivative
+        bounds = jax.lax.stop_gradient((bound(scale), bound(residual_floor)))
+        z, (iterations, done, ok) = _root(G, chart, jacobian, space, iterate,
+                                         jax.lax.stop_gradient(z0), args, bounds)  # fmt: skip
+        res = jnp.max(jnp.abs(G(jax.lax.stop_gradient(z), jax.lax.stop_gradient(args))))
         converged = done & ok & jnp.isfinite(res)
-        # ... and the root's dependence on what the residual closes over comes from the
-        # implicit function theorem (see the module docstring)
-        z = _implicit(G, chart, jacobian, (zero.shape, zero.dtype), z, args)
         return z, NewtonStatus(converged, res, iterations)
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2, 3))
-def _implicit(G, chart, jacobian, tangent_space, z, args):
-    """The root z of G(·, args) = 0 (given), as a function of ``args``; ``chart(z, d)``
-    for d in ``tangent_space`` = (shape, dtype); ``jacobian``: the written-out
-    Jacobian or None."""
-    return z
+@partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2, 3, 4))
+def _root(G, chart, jacobian, tangent_space, iterate, z0, args, bounds):
+    """The root z of G(·, args) = 0 that ``iterate(z0, args, bounds)`` finds, and its
+    (iterations, done, ok), as a function of ``args``; ``chart(z, d)`` for d in
+    ``tangent_space`` = (shape, dtype); ``jacobian``: the written-out Jacobian or None.
+    The iterations are this function's primal, inside the custom derivative (a
+    ``while_loop`` on stopped inputs outside it is what JAX's reverse pass through a
+    loop differentiated as if the root were held fixed, for second derivatives)."""
+    return iterate(z0, args, bounds)
 
 
-@_implicit.defjvp
-def _implicit_jvp(G, chart, jacobian, tangent_space, primals, tangents):
-    z, args = primals
+@_root.defjvp
+def _root_jvp(G, chart, jacobian, tangent_space, iterate, primals, tangents):
+    z0, args, bounds = primals
     # the root as a function of args again, so that the rule itself differentiates
     # correctly (second derivatives)
-    z = _implicit(G, chart, jacobian, tangent_space, z, args)
+    z, aux = _root(G, chart, jacobian, tangent_space, iterate, z0, args, bounds)
     zero = jnp.zeros(*tangent_space)
     if jacobian is None:
         J = jax.jacfwd(lambda d: G(chart(z, d), args))(zero)
@@ -214,7 +223,8 @@ def _implicit_jvp(G, chart, jacobian, tangent_space, primals, tangents):
         lambda v: J @ v, -g_dot, lambda _, b: solve(J, b), lambda _, b: solve(J.T, b)
     )
     z_dot = jax.jvp(lambda d: chart(z, d), (zero,), (d_dot,))[1]
-    return z, z_dot
+    no_tangent = tuple(np.zeros(jnp.shape(a), dtype=jax.dtypes.float0) for a in aux)
+    return (z, aux), (z_dot, no_tangent)
 
 
 def _add(z, d):
