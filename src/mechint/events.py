@@ -649,11 +649,12 @@ def _bracket_roots(f, a, fa, xa, b, used):
         live = ~done(s)
         moved = tuple(jnp.where(live, m, o) for m, o in zip(moved, s[:6], strict=True))
         moving = live & ~first
-        xa, xb = freeze(moving & ~same_b, xc, xa), freeze(moving & same_b, xc, xb)
+        # the state at each end: c's where c replaced that end (b's on the first pass)
+        xa, xb = freeze(moving & ~same_b, xc, xa), freeze(first | (moving & same_b), xc, xb)
         fb_at_b = jnp.where(first, jnp.where(used, fc, 0.0), fb_at_b)
         begun = (a, fa, b, fb_at_b, side, it)
         s = tuple(jnp.where(first, b0, m) for b0, m in zip(begun, moved, strict=True))
-        return (*s, xa, freeze(first, xc, xb)), fb_at_b, jnp.asarray(False)
+        return (*s, xa, xb), fb_at_b, jnp.asarray(False)
 
     zero = jnp.zeros(a.shape, jnp.int32)
     s = (a, fa, b, jnp.zeros_like(fa), zero, zero, xa, xa)

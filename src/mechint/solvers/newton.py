@@ -196,9 +196,9 @@ def _root(G, chart, jacobian, tangent_space, iterate, z0, args, bounds):
     """The root z of G(·, args) = 0 that ``iterate(z0, args, bounds)`` finds, and its
     (iterations, done, ok), as a function of ``args``; ``chart(z, d)`` for d in
     ``tangent_space`` = (shape, dtype); ``jacobian``: the written-out Jacobian or None.
-    The iterations are this function's primal, inside the custom derivative (a
-    ``while_loop`` on stopped inputs outside it is what JAX's reverse pass through a
-    loop differentiated as if the root were held fixed, for second derivatives)."""
+    The iterations are this function's primal, inside the custom derivative: a
+    ``while_loop`` on stopped inputs outside it would be reached by JAX's reverse pass
+    through a loop of steps as if the root were held fixed (wrong second derivatives)."""
     return iterate(z0, args, bounds)
 
 
