@@ -209,14 +209,25 @@ def test_short_arcs_are_exact_to_their_conditioning(dtype):
     assert max(worst)[0] <= 1.0, sorted(worst)[-3:]
 
 
-def test_each_arc_takes_the_same_path_alone_as_in_a_batch():
+def test_each_arc_takes_the_same_path_alone_as_in_a_batch(monkeypatch):
     """Short arcs, long arcs (the general solve) and arcs past the short-arc solve's
     range (|β s²| > 1, huge scales) mixed in one batch, in ``vmap`` and alone: the same
     state for each to round-off (XLA compiles a batch and a single state as different
     programs, docs/concepts.md), the general solve's where the short one cannot vouch:
-    on the whole batch where more than ``_FEW`` entries need it (10 here), on those
-    entries alone, gathered, where fewer do (2 here)."""
+    on the whole batch where more than ``_gathered(n)`` entries need it (10 of 18 here),
+    on those entries alone, gathered, where fewer do (2 of 10 here; and 10 of 2048, a
+    batch whose gather takes 16)."""
     from mechint.exact import two_body
+
+    sizes = []  # the size of each general solve a compiled call runs
+    solve = two_body._general
+
+    def counted(*args, **kwargs):
+        n = args[0].size
+        jax.debug.callback(lambda: sizes.append(n))
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(two_body, "_general", counted)
 
     mixed = SHORT[:8] + CASES[:8] + [("past |z| = 1", 1.0, np.array([1.0, 0, 0]),
                                       np.array([0, 1.0, 0]), 1.2)]  # fmt: skip
@@ -240,6 +251,17 @@ def test_each_arc_takes_the_same_path_alone_as_in_a_batch():
             path = (short[0][i], short[1][i]) if ok[i] else (general[0][i], general[1][i])
             for a, b, c, d in zip(whole, mapped, alone[i], path, strict=True):
                 assert close(a[j], c) and close(b[j], c) and close(d, c), mixed[i][0]
+    # a large batch: the ten arcs that need the general solve among 2038 short ones take
+    # it gathered, 16 entries wide (1/128 of the batch), not on all 2048
+    assert two_body._gathered(2048) == 16 and two_body._gathered(18) == 8
+    pick = np.concatenate([np.arange(8, 18), np.resize(np.arange(8), 2038)])
+    sizes.clear()
+    big = jax.jit(jax.vmap(mi.exact.kepler_flow))(mu[pick], q0[pick], v0[pick], t[pick])
+    jax.block_until_ready(big)
+    assert sizes == [16], sizes
+    for j, i in enumerate(pick[:18]):
+        for a, c in zip(big, alone[i], strict=True):
+            assert close(a[j], c), mixed[i][0]
 
 
 def test_short_arc_tangents_against_mpmath():
