@@ -214,9 +214,9 @@ def test_each_arc_takes_the_same_path_alone_as_in_a_batch(monkeypatch):
     range (|β s²| > 1, huge scales) mixed in one batch, in ``vmap`` and alone: the same
     state for each to round-off (XLA compiles a batch and a single state as different
     programs, docs/concepts.md), the general solve's where the short one cannot vouch:
-    on the whole batch where more than ``_gathered(n)`` entries need it (10 of 18 here),
-    on those entries alone, gathered, where fewer do (2 of 10 here; and 10 of 2048, a
-    batch whose gather takes 16)."""
+    on those entries alone, gathered in blocks of ``_gathered(n)`` (8, or 1/128 of a large
+    batch), where at most ``_BLOCKS`` blocks hold them (2 of 10 and 10 of 18 here, and 10
+    of 2048, whose blocks take 16); on the whole batch where more need it (70 of 78)."""
     from mechint.exact import two_body
 
     sizes = []  # the size of each general solve a compiled call runs
@@ -236,32 +236,31 @@ def test_each_arc_takes_the_same_path_alone_as_in_a_batch(monkeypatch):
     general = jax.jit(two_body._general)(mu, q0, v0, t)
     short = jax.jit(two_body._short_arc)(mu, q0, v0, t)
     ok = np.asarray(short[2])
-    assert not ok[8:].any() and ok[:8].all() and two_body._FEW < 10
+    assert not ok[8:].any() and ok[:8].all()
+    assert (two_body._gathered(78), two_body._BLOCKS, two_body._gathered(2048)) == (8, 8, 16)
     eps = np.finfo(np.float64).eps
 
     def close(a, b, ulps=4):
         return np.max(np.abs(a - b)) <= ulps * eps * np.max(np.abs(b))
 
     alone = [kepler_flow(mu[i], q0[i], v0[i], t[i]) for i in range(len(mixed))]
-    for pick in (np.arange(len(mixed)), np.array([*range(8), 10, len(mixed) - 1])):
+    picks = [
+        (np.array([*range(8), 10, len(mixed) - 1]), [8]),  # 2 need it: one block
+        (np.arange(len(mixed)), [8, 8]),  # 10: two blocks
+        (np.concatenate([np.arange(8), np.tile(np.arange(8, 18), 7)]), [78]),  # 70: all
+        (np.concatenate([np.arange(8, 18), np.resize(np.arange(8), 2038)]), [16]),  # 10 of 2048
+    ]
+    for pick, ran in picks:
         args = (mu[pick], q0[pick], v0[pick], t[pick])
-        whole = kepler_flow(*args)
-        mapped = jax.jit(jax.vmap(mi.exact.kepler_flow))(*args)
-        for j, i in enumerate(pick):
+        whole = kepler_flow(*args) if len(pick) <= len(mixed) else None
+        sizes.clear()
+        mapped = jax.block_until_ready(jax.jit(jax.vmap(mi.exact.kepler_flow))(*args))
+        assert sizes == ran, (len(pick), sizes)
+        for j, i in enumerate(pick[:18]):
             path = (short[0][i], short[1][i]) if ok[i] else (general[0][i], general[1][i])
-            for a, b, c, d in zip(whole, mapped, alone[i], path, strict=True):
-                assert close(a[j], c) and close(b[j], c) and close(d, c), mixed[i][0]
-    # a large batch: the ten arcs that need the general solve among 2038 short ones take
-    # it gathered, 16 entries wide (1/128 of the batch), not on all 2048
-    assert two_body._gathered(2048) == 16 and two_body._gathered(18) == 8
-    pick = np.concatenate([np.arange(8, 18), np.resize(np.arange(8), 2038)])
-    sizes.clear()
-    big = jax.jit(jax.vmap(mi.exact.kepler_flow))(mu[pick], q0[pick], v0[pick], t[pick])
-    jax.block_until_ready(big)
-    assert sizes == [16], sizes
-    for j, i in enumerate(pick[:18]):
-        for a, c in zip(big, alone[i], strict=True):
-            assert close(a[j], c), mixed[i][0]
+            for k, (b, c, d) in enumerate(zip(mapped, alone[i], path, strict=True)):
+                assert close(b[j], c) and close(d, c), mixed[i][0]
+                assert whole is None or close(whole[k][j], c), mixed[i][0]
 
 
 def test_short_arc_tangents_against_mpmath():

@@ -39,8 +39,8 @@ Mechanics*, 2nd ed. 1992, §6.9; Wisdom & Hernandez 2015, MNRAS 453, 3015).
   short, the last Newton step below the square root of the precision, the scales within
   2^(±maxexp/4), every number finite); the general solve runs only when some entry needs
   it, as one branch for the whole array, also under ``vmap`` (a ``custom_vmap`` rule):
-  on those entries alone, gathered, where at most 8 (or 1/128 of a large batch) need it,
-  else on the whole array.
+  on those entries alone, gathered in blocks of 8 (or 1/128 of a large batch), where at
+  most 8 blocks hold them, else on the whole array.
   Each entry takes the same solve alone as in any batch (its bits may differ in the
   last place: XLA fuses a batch's program and a single state's differently).  On a
   batch of drifts on a CPU, about 12× the general solve's speed.
@@ -553,7 +553,8 @@ def _short_or_general(mu, q0, v0, t):
     vouch for its result, and only when some entry needs it: a branch taken once for the
     whole array (under ``vmap`` too: this function's batching rule keeps the branch whole
     instead of turning it into a select that would run both), on the entries that need
-    it, gathered, where they are at most ``_gathered(n)`` of the array's n entries.
+    it, gathered in blocks (``_in_blocks``), where at most ``_BLOCKS`` blocks of
+    ``_gathered(n)`` of the array's n entries hold them.
 
     Returns ``(q, v, ok, s, anomaly)``: the state, where the short-arc solve vouches for
     it and its anomaly there, and the general solve's anomaly ``(s, s_lo)`` (``_general``;
@@ -569,15 +570,15 @@ def _short_or_general(mu, q0, v0, t):
     n = ok.size
     few = min(n, _gathered(n))
 
-    def some():  # the general solve on the (at most ``few``) entries that need it
+    def some():  # the general solve on the entries that need it, gathered
         flat = [a.reshape(n, *a.shape[ok.ndim :]) for a in (mu, q0, v0, t, q, v)]
-        at = jnp.nonzero(~ok.reshape(n), size=few, fill_value=n)[0]
-        taken = [a[jnp.minimum(at, n - 1)] for a in flat[:4]]
-        qg, vg, (sg, sg_lo) = _general(*taken)
-        # (the fill's index n is past the end: its writes are dropped)
-        pairs = ((flat[4], qg), (flat[5], vg), (none[0].reshape(n), sg),
-                 (none[1].reshape(n), sg_lo))  # fmt: skip
-        qn, vn, sn, sn_lo = (a.at[at].set(b, mode="drop") for a, b in pairs)
+        outs = (flat[4], flat[5], none[0].reshape(n), none[1].reshape(n))
+
+        def solve(*taken):
+            qg, vg, (sg, sg_lo) = _general(*taken)
+            return qg, vg, sg, sg_lo
+
+        qn, vn, sn, sn_lo = _in_blocks(solve, ~ok.reshape(n), flat[:4], outs, few)
         return (
             qn.reshape(q.shape),
             vn.reshape(v.shape),
@@ -589,7 +590,7 @@ def _short_or_general(mu, q0, v0, t):
     if n <= _FEW:  # gathering would take the whole array: one copy of the solve, not two
         out = jax.lax.cond(jnp.all(ok), lambda: (q, v, none), general)
     else:
-        branch = jnp.where(jnp.all(ok), 0, jnp.where(jnp.sum(~ok) <= few, 1, 2))
+        branch = jnp.where(jnp.all(ok), 0, jnp.where(jnp.sum(~ok) <= few * _BLOCKS, 1, 2))
         out = jax.lax.switch(branch, [lambda: (q, v, none), some, general])
     return out[0], out[1], ok, s, out[2]
 
@@ -599,13 +600,39 @@ def _short_or_general(mu, q0, v0, t):
 _FEW = 8
 
 
+# At most this many gathered blocks a drift: more entries than that need the general solve,
+# and it runs on the whole array.
+_BLOCKS = 8
+
+
+def _in_blocks(solve, needs, inputs, outputs, width: int):
+    """``outputs`` (arrays of n entries along their first axis) with ``solve``'s results
+    on the entries where ``needs`` (n,) holds, computed on ``inputs`` (the same n entries)
+    gathered ``width`` at a time: one block per ``width`` entries that need it, at most
+    ``_BLOCKS`` (the caller's branch holds that many), a loop whose body holds one copy of
+    ``solve``.  The last block may take again entries an earlier one took (the same
+    results)."""
+    n = needs.shape[0]
+    at = jnp.nonzero(needs, size=min(n, width * _BLOCKS), fill_value=n)[0]
+
+    def block(i, outs):
+        idx = jax.lax.dynamic_slice_in_dim(at, i * width, width)
+        got = solve(*(a[jnp.minimum(idx, n - 1)] for a in inputs))
+        # (the fill's index n is past the end: its writes are dropped)
+        return tuple(o.at[idx].set(g, mode="drop") for o, g in zip(outs, got, strict=True))
+
+    blocks = (jnp.sum(needs) + (width - 1)) // width
+    return jax.lax.fori_loop(0, blocks, block, tuple(outputs))
+
+
 def _gathered(n: int) -> int:
-    """How many of a drift's ``n`` entries the general solve takes gathered: ``_FEW``, or
-    1/128 of a large batch.  On a chaotic batch some dozens of arcs need the general solve
-    at most steps (a MEGNO grid of 4096 Sun-Jupiter-Saturn systems: 22 of 8192 at the
-    median step, 37 at most), which would otherwise take it on every entry (12x the
-    short-arc drift's cost); one arc's solve among 64 gathered costs 2.2x its cost among 8
-    (62 against 28 us on the 2-core CPU, 2026-12-07), a tenth of that drift."""
+    """How many of a drift's ``n`` entries the general solve takes in one gathered block:
+    ``_FEW``, or 1/128 of a large batch; up to ``_BLOCKS`` blocks a step.  On a chaotic
+    batch some dozens to hundreds of arcs need the general solve at most steps (a MEGNO
+    grid of 4096 Sun-Jupiter-Saturn systems: 22 of 8192 at the median step of the first
+    300, 132 of the first 4000, 163 at most), which on every entry costs 12x the short-arc
+    drift; one arc's solve in a block of 64 costs 2.2x its cost in one of 8 (62 against
+    28 us on the 2-core CPU, 2026-12-07), a tenth of that drift."""
     return max(_FEW, n // 128)
 
 
