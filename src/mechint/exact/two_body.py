@@ -568,7 +568,8 @@ def _short_or_general(mu, q0, v0, t):
         return jnp.where(keep, q, qg), jnp.where(keep, v, vg), anomaly
 
     n = ok.size
-    few = min(n, _gathered(n))
+    few = _gathered(n)
+    count = jnp.sum(~ok)
 
     def some():  # the general solve on the entries that need it, gathered
         flat = [a.reshape(n, *a.shape[ok.ndim :]) for a in (mu, q0, v0, t, q, v)]
@@ -578,7 +579,7 @@ def _short_or_general(mu, q0, v0, t):
             qg, vg, (sg, sg_lo) = _general(*taken)
             return qg, vg, sg, sg_lo
 
-        qn, vn, sn, sn_lo = _in_blocks(solve, ~ok.reshape(n), flat[:4], outs, few)
+        qn, vn, sn, sn_lo = _in_blocks(solve, ~ok.reshape(n), count, flat[:4], outs, few)
         return (
             qn.reshape(q.shape),
             vn.reshape(v.shape),
@@ -590,7 +591,7 @@ def _short_or_general(mu, q0, v0, t):
     if n <= _FEW:  # gathering would take the whole array: one copy of the solve, not two
         out = jax.lax.cond(jnp.all(ok), lambda: (q, v, none), general)
     else:
-        branch = jnp.where(jnp.all(ok), 0, jnp.where(jnp.sum(~ok) <= few * _BLOCKS, 1, 2))
+        branch = jnp.where(count == 0, 0, jnp.where(count <= few * _BLOCKS, 1, 2))
         out = jax.lax.switch(branch, [lambda: (q, v, none), some, general])
     return out[0], out[1], ok, s, out[2]
 
@@ -605,12 +606,12 @@ _FEW = 8
 _BLOCKS = 8
 
 
-def _in_blocks(solve, needs, inputs, outputs, width: int):
+def _in_blocks(solve, needs, count, inputs, outputs, width: int):
     """``outputs`` (arrays of n entries along their first axis) with ``solve``'s results
-    on the entries where ``needs`` (n,) holds, computed on ``inputs`` (the same n entries)
-    gathered ``width`` at a time: one block per ``width`` entries that need it, at most
-    ``_BLOCKS`` (the caller's branch holds that many), a loop whose body holds one copy of
-    ``solve``.  The last block may take again entries an earlier one took (the same
+    on the ``count`` entries where ``needs`` (n,) holds, computed on ``inputs`` (the same n
+    entries) gathered ``width`` at a time: one block per ``width`` entries that need it,
+    at most ``_BLOCKS`` (the caller's branch holds that many), a loop whose body holds one
+    copy of ``solve``.  The last block may take again entries an earlier one took (the same
     results)."""
     n = needs.shape[0]
     at = jnp.nonzero(needs, size=min(n, width * _BLOCKS), fill_value=n)[0]
@@ -621,7 +622,7 @@ def _in_blocks(solve, needs, inputs, outputs, width: int):
         # (the fill's index n is past the end: its writes are dropped)
         return tuple(o.at[idx].set(g, mode="drop") for o, g in zip(outs, got, strict=True))
 
-    blocks = (jnp.sum(needs) + (width - 1)) // width
+    blocks = (count + (width - 1)) // width
     return jax.lax.fori_loop(0, blocks, block, tuple(outputs))
 
 
