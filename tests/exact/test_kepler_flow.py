@@ -215,8 +215,8 @@ def test_each_arc_takes_the_same_path_alone_as_in_a_batch(monkeypatch):
     state for each to round-off (XLA compiles a batch and a single state as different
     programs, docs/concepts.md), the general solve's where the short one cannot vouch:
     on those entries alone, gathered in blocks of ``_gathered(n)`` (8, or 1/128 of a large
-    batch), where at most ``_BLOCKS`` blocks hold them (2 of 10 and 10 of 18 here, and 10
-    of 2048, whose blocks take 16); on the whole batch where more need it (70 of 78)."""
+    batch): 2 of 10 and 10 of 18 here, 70 of 78 (nine blocks) and 10 of 2048, whose blocks
+    take 16."""
     from mechint.exact import two_body
 
     sizes = []  # the size of each general solve a compiled call runs
@@ -237,7 +237,7 @@ def test_each_arc_takes_the_same_path_alone_as_in_a_batch(monkeypatch):
     short = jax.jit(two_body._short_arc)(mu, q0, v0, t)
     ok = np.asarray(short[2])
     assert not ok[8:].any() and ok[:8].all()
-    assert (two_body._gathered(78), two_body._BLOCKS, two_body._gathered(2048)) == (8, 8, 16)
+    assert (two_body._gathered(78), two_body._gathered(2048)) == (8, 16)
     eps = np.finfo(np.float64).eps
 
     def close(a, b, ulps=4):
@@ -247,7 +247,7 @@ def test_each_arc_takes_the_same_path_alone_as_in_a_batch(monkeypatch):
     picks = [
         (np.array([*range(8), 10, len(mixed) - 1]), [8]),  # 2 need it: one block
         (np.arange(len(mixed)), [8, 8]),  # 10: two blocks
-        (np.concatenate([np.arange(8), np.tile(np.arange(8, 18), 7)]), [78]),  # 70: all
+        (np.concatenate([np.arange(8), np.tile(np.arange(8, 18), 7)]), [8] * 9),  # 70: 9 blocks
         (np.concatenate([np.arange(8, 18), np.resize(np.arange(8), 2038)]), [16]),  # 10 of 2048
     ]
     for pick, ran in picks:

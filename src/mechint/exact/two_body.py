@@ -39,8 +39,9 @@ Mechanics*, 2nd ed. 1992, §6.9; Wisdom & Hernandez 2015, MNRAS 453, 3015).
   short, the last Newton step below the square root of the precision, the scales within
   2^(±maxexp/4), every number finite); the general solve runs only when some entry needs
   it, as one branch for the whole array, also under ``vmap`` (a ``custom_vmap`` rule):
-  on those entries alone, gathered in blocks of 8 (or 1/128 of a large batch), where at
-  most 8 blocks hold them, else on the whole array.
+  on those entries alone, gathered in blocks of 8 (or 1/128 of a large batch) solved one
+  after another by one copy of the solve (a batched drift's program compiles in half the
+  time of one that also holds the solve of the whole array).
   Each entry takes the same solve alone as in any batch (its bits may differ in the
   last place: XLA fuses a batch's program and a single state's differently).  On a
   batch of drifts on a CPU, about 12× the general solve's speed.
@@ -553,8 +554,7 @@ def _short_or_general(mu, q0, v0, t):
     vouch for its result, and only when some entry needs it: a branch taken once for the
     whole array (under ``vmap`` too: this function's batching rule keeps the branch whole
     instead of turning it into a select that would run both), on the entries that need
-    it, gathered in blocks (``_in_blocks``), where at most ``_BLOCKS`` blocks of
-    ``_gathered(n)`` of the array's n entries hold them.
+    it, gathered in blocks of ``_gathered(n)`` of the array's n entries (``_in_blocks``).
 
     Returns ``(q, v, ok, s, anomaly)``: the state, where the short-arc solve vouches for
     it and its anomaly there, and the general solve's anomaly ``(s, s_lo)`` (``_general``;
@@ -588,33 +588,25 @@ def _short_or_general(mu, q0, v0, t):
 
     # (the branch's result is materialised, not fused into each of its uses downstream:
     # 1.35x the speed of a select after the branch on a batch of planetary systems)
-    if n <= _FEW:  # gathering would take the whole array: one copy of the solve, not two
+    if n <= few:  # gathering would take the whole array
         out = jax.lax.cond(jnp.all(ok), lambda: (q, v, none), general)
     else:
-        branch = jnp.where(count == 0, 0, jnp.where(count <= few * _BLOCKS, 1, 2))
-        out = jax.lax.switch(branch, [lambda: (q, v, none), some, general])
+        out = jax.lax.cond(count == 0, lambda: (q, v, none), some)
     return out[0], out[1], ok, s, out[2]
 
 
-# Entries of a drift (over the whole batch) the general solve takes by themselves, gathered,
-# where only so many need it; more than that, and it runs on the whole array.
+# Entries of a drift (over the whole batch) the general solve takes in one gathered block.
 _FEW = 8
-
-
-# At most this many gathered blocks a drift: more entries than that need the general solve,
-# and it runs on the whole array.
-_BLOCKS = 8
 
 
 def _in_blocks(solve, needs, count, inputs, outputs, width: int):
     """``outputs`` (arrays of n entries along their first axis) with ``solve``'s results
     on the ``count`` entries where ``needs`` (n,) holds, computed on ``inputs`` (the same n
-    entries) gathered ``width`` at a time: one block per ``width`` entries that need it,
-    at most ``_BLOCKS`` (the caller's branch holds that many), a loop whose body holds one
-    copy of ``solve``.  The last block may take again entries an earlier one took (the same
-    results)."""
+    entries) gathered ``width`` at a time: one block per ``width`` entries that need it, a
+    loop whose body holds one copy of ``solve``.  The last block may take again entries an
+    earlier one took (the same results)."""
     n = needs.shape[0]
-    at = jnp.nonzero(needs, size=min(n, width * _BLOCKS), fill_value=n)[0]
+    at = jnp.nonzero(needs, size=n, fill_value=n)[0]
 
     def block(i, outs):
         idx = jax.lax.dynamic_slice_in_dim(at, i * width, width)
@@ -628,12 +620,16 @@ def _in_blocks(solve, needs, count, inputs, outputs, width: int):
 
 def _gathered(n: int) -> int:
     """How many of a drift's ``n`` entries the general solve takes in one gathered block:
-    ``_FEW``, or 1/128 of a large batch; up to ``_BLOCKS`` blocks a step.  On a chaotic
-    batch some dozens to hundreds of arcs need the general solve at most steps (a MEGNO
-    grid of 4096 Sun-Jupiter-Saturn systems: 22 of 8192 at the median step of the first
-    300, 132 of the first 4000, 163 at most), which on every entry costs 12x the short-arc
-    drift; one arc's solve in a block of 64 costs 2.2x its cost in one of 8 (62 against
-    28 us on the 2-core CPU, 2026-12-07), a tenth of that drift."""
+    ``_FEW``, or 1/128 of a large batch.  On a chaotic batch some dozens to hundreds of
+    arcs need the general solve at most steps (a MEGNO grid of 4096 Sun-Jupiter-Saturn
+    systems: 22 of 8192 at the median step of the first 300, 132 of the first 4000, 163
+    at most), which on every entry costs 12x the short-arc drift; one arc's solve in a
+    block of 64 costs 2.2x its cost in one of 8 (62 against 28 us on the 2-core CPU,
+    2026-12-07), a tenth of that drift.  Blocks cost more than one solve of the whole
+    array only where (nearly) every entry needs it: a drift of 1000 arcs all of them long
+    takes 1.2 ms against 0.68 ms (8192 arcs: 5.7 against 3.8 ms), one with a tenth of
+    them long 0.18 ms against 0.61 ms; the program holds one copy of the solve, not two
+    (it compiles in 1.1 s, not 2.1 s; all on the 2-core CPU, 2026-12-07)."""
     return max(_FEW, n // 128)
 
 
