@@ -109,22 +109,6 @@ def _top_level() -> bool:
     return clean is not None and bool(clean())
 
 
-# Programs run once on a few numbers (a step's Jacobian, a step there and back: the
-# diagnostics' ``onestep``) are compiled without the backend's optimisations: their
-# compile is all their cost.  Measured on the 2-core CPU, 2026-12-07: the Jacobians of 55
-# (system, map) pairs compile in 5.3 s against 9.8 s; the values differ at round-off
-# (1.8e-15 on entries of size 6; LLVM orders a few operations differently).
-ONCE_OPTIONS = {"xla_backend_optimization_level": 0}
-
-
-def once_jit(fun=None, **kwargs) -> Any:
-    """``jax.jit(fun, **kwargs)`` compiled with ``ONCE_OPTIONS`` (at the top level, as
-    ``loop_jit``): a program run once, whose compile is its cost."""
-    if fun is None:
-        return functools.partial(once_jit, **kwargs)
-    return _LoopJit(fun, kwargs, lambda: dict(ONCE_OPTIONS))
-
-
 def loop_jit(fun=None, **kwargs) -> Any:
     """``jax.jit(fun, **kwargs)`` compiled with ``LOOP_OPTIONS`` where the installed XLA
     knows them: mechint's step-loop programs (a decorator, like ``jax.jit``; with no
@@ -135,15 +119,14 @@ def loop_jit(fun=None, **kwargs) -> Any:
     has started); other attributes (``lower``, ...) are the top-level one's."""
     if fun is None:
         return functools.partial(loop_jit, **kwargs)
-    return _LoopJit(fun, kwargs, _loop_options)
+    return _LoopJit(fun, kwargs)
 
 
 class _LoopJit:
-    """``loop_jit``'s (and ``once_jit``'s) function: a jax.jit with the compile options
-    ``options()`` gives and one without."""
+    """``loop_jit``'s function: a jax.jit with the loop options and one without."""
 
-    def __init__(self, fun, kwargs: dict[str, Any], options):
-        self._fun, self._kwargs, self._options = fun, kwargs, options
+    def __init__(self, fun, kwargs: dict[str, Any]):
+        self._fun, self._kwargs = fun, kwargs
         self._jitted: dict = {}
         functools.update_wrapper(self, fun)  # its name, module and docstring
 
@@ -154,7 +137,7 @@ class _LoopJit:
         if top not in self._jitted:
             import jax
 
-            options = self._options() if top else {}
+            options = _loop_options() if top else {}
             extra: dict[str, Any] = {"compiler_options": options} if options else {}
             self._jitted[top] = jax.jit(self._fun, **extra, **self._kwargs)  # (an older
             # jax.jit takes no compile options)

@@ -2,17 +2,17 @@
 
 ``one_step(system, integrator, x, hs)`` runs one program, jitted with the system and h
 traced and the integrator static (compiled once per (system type, integrator), for any
-step sizes, without the backend's optimisations: ``_xla.once_jit``), at each h of
-``hs``: the step Φ_h(x) and its status, the step back Φ_{−h}(Φ_h(x)), the system's
-invariants (and energy) before and after, and the quantities the map declares kept
-before and after.  ``jacobians`` does the same for DΦ(z) in the system's coordinates
-(forward mode through Newton loops).  Every defect in ``defects``, ``structure`` and
-``report`` is computed from these, and never from a failed step: ``raise_if_failed``
-turns a failed status into ``StepFailure`` naming h and the reason.
+step sizes), at each h of ``hs``: the step Φ_h(x) and its status, the step back Φ_{−h}(Φ_h(x)),
+the system's invariants (and energy) before and after, and the quantities the map
+declares kept before and after.  ``jacobians`` does the same for DΦ(z) in the system's
+coordinates (forward mode through Newton loops).  Every defect in ``defects``,
+``structure`` and ``report`` is computed from these, and never from a failed step:
+``raise_if_failed`` turns a failed status into ``StepFailure`` naming h and the reason.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
@@ -20,7 +20,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechint import _validate
-from mechint._xla import once_jit
 from mechint.errors import InputError, StepFailure
 from mechint.maps import Integrator, Reason, StepStatus, combine, require_serves
 from mechint.systems.base import HamiltonianSystem, PoissonSystem, System
@@ -44,7 +43,7 @@ def _values(system: System, x) -> dict:
     return out
 
 
-@once_jit(static_argnames=("integrator",))
+@partial(jax.jit, static_argnames=("integrator",))
 def _one_step(system, integrator, x, h):
     y, st = integrator.step(system, x, h)
     back, st_back = integrator.step(system, y, -h)
@@ -81,7 +80,7 @@ def one_step(system: System, integrator: Integrator, x, hs) -> tuple[OneStep, St
     return OneStep(y, status, back, before, after, kb, ka), both
 
 
-@once_jit(static_argnames=("integrator",))
+@partial(jax.jit, static_argnames=("integrator",))
 def _jacobians(system, integrator, x, h):
     def phi(z):
         y, st = integrator.step(system, system.from_coordinates(z), h)
