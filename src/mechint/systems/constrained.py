@@ -394,15 +394,22 @@ def _momenta(momenta) -> tuple[tuple[str, Callable], ...]:
     return tuple(momenta.items())
 
 
+@jax.jit
+def _kinetic_lines(system, p):
+    """T at the momenta ``p`` (lines × points × d), compiled once per system structure."""
+    return jax.vmap(jax.vmap(system.kinetic))(p)
+
+
 def _check_kinetic(system: Constrained) -> None:
     """T is quadratic: its third differences along three seeded lines vanish."""
     rng = np.random.default_rng(7)
     d = system.dof
-    T = jax.jit(jax.vmap(jax.vmap(system.system.kinetic)))
     s = np.arange(4.0)
     v = rng.standard_normal((3, d))
     p0 = rng.standard_normal(d)
-    values = np.asarray(T(jnp.asarray(p0 + s[None, :, None] * v[:, None, :])))
+    values = np.asarray(
+        _kinetic_lines(system.system, jnp.asarray(p0 + s[None, :, None] * v[:, None, :]))
+    )
     third = np.diff(values, n=3, axis=1)
     if not np.all(np.isfinite(values)) or np.max(np.abs(third)) > 1e-9 * np.max(np.abs(values)):
         raise InputError(
