@@ -178,16 +178,16 @@ def test_projecting_compiles_once_for_every_chain_of_one_structure():
     (bodies, joints and their sites) and other masses and gravity run one compiled
     program: a call takes a millisecond, not the third of a second of a compile (a chain
     of 5 links, 2-core CPU)."""
-    from mechint.systems import rigid_bodies
+    from mechint.systems import joints as jointing
 
-    cast(Any, rigid_bodies._projected).clear_cache()  # JAX's (untyped) method
+    cast(Any, jointing.projected).clear_cache()  # JAX's (untyped) method
     chains = [link_chain(3), link_chain(3, mass=0.2, gravity=3.7)]
     states = [chain.example_state() for chain in chains]
     for chain, state in zip(chains, states, strict=True):
         pos, mom, R, Pi = state
         moved = chain.project((pos + 1e-4, mom + 1e-3, R, Pi))
         chain.validate_state(moved)
-    assert cache_size(rigid_bodies._projected) == 1
+    assert cache_size(jointing.projected) == 1
 
 
 def test_bad_joints_and_maps_that_do_not_know_joints():

@@ -42,6 +42,7 @@ Marsden and Ortiz (its directors are R's columns): ``MatrixBodies`` runs it so b
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import TYPE_CHECKING
 
 import jax
@@ -334,3 +335,11 @@ def impulse_scale(system: RigidBodies, pos, R, K, h):
     size = jnp.maximum(jnp.max(jnp.abs(pos)), jnp.max(jnp.abs(jnp.concatenate([sa, sb]))))
     WK = inverse_mass(system, K)
     return size / (jnp.abs(h) * jnp.maximum(jnp.max(jnp.abs(WK)), jnp.finfo(R.dtype).tiny))
+
+
+@jax.jit
+def projected(system: RigidBodies, state):
+    """``project`` over the leading axes of a validated state or batch
+    (``RigidBodies.project``): one compiled program per system structure (bodies,
+    joints, their sites) and shape, the system's numbers traced, not one per call."""
+    return system._per_state(partial(project, system), state)

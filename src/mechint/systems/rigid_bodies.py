@@ -478,7 +478,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         positions (least mass-weighted change, to round-off), then the nearest momenta
         (``systems.joints.project``); NumPy arrays."""
         state, _ = self._validated(x0, "x0")
-        return jax.tree.map(np.asarray, _projected(self, state))
+        return jax.tree.map(np.asarray, jointing.projected(self, state))
 
     def split_invariants(self, x) -> dict:
         return {**self.momenta(x), **self.casimirs(x)}
@@ -596,10 +596,3 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         if traced((t, t0)):
             return (*x[:-2], jnp.where(t == 0, t0, t), x[-1])
         return (*x[:-2], np.where(t == 0, np.asarray(t0, dtype=np.float64), t), x[-1])
-
-
-@jax.jit
-def _projected(system: RigidBodies, state):
-    """``RigidBodies.project`` of a validated state or batch: one compiled program per
-    system structure and shape (the system's numbers traced), not one per call."""
-    return system._per_state(partial(jointing.project, system), state)
