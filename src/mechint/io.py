@@ -324,8 +324,7 @@ def to_dataset(traj):
     labels = system.dimension_labels()
     coords.update({d: (d, v, a) for d, (v, a) in dimension_coords(sizes, labels).items()})
     attrs = {**global_attrs(), **metadata(traj)}
-    for key, value in system.parameters().items():
-        attrs[key] = parameter_attr(value)
+    attrs.update(parameter_attrs(system, attrs))
     import xarray as xr  # imported when used: 40 MB and 0.25 s a process otherwise
 
     return xr.Dataset(data, coords=coords, attrs=attrs)
@@ -470,9 +469,19 @@ def write_netcdf_slices(path: Path, system, attrs: dict, batched: bool, total: i
             at += n
         if at != total:
             raise OSError(f"wrote {at} samples, expected {total}")
-        fh.attrs.update({**global_attrs(), **attrs})
-        for key, value in system.parameters().items():
-            fh.attrs[key] = parameter_attr(value)
+        attrs = {**global_attrs(), **attrs}
+        fh.attrs.update({**attrs, **parameter_attrs(system, attrs)})
+
+
+def parameter_attrs(system, taken) -> dict:
+    """The system's parameters as attributes beside ``taken`` (the run's record and the
+    file's metadata): a parameter named as one of those (a wrapped system's ``system``)
+    is written as ``parameter_<name>``, so that it never replaces what the file says of
+    its run (the record a resumed run must match)."""
+    out = {}
+    for key, value in system.parameters().items():
+        out[f"parameter_{key}" if key in taken else key] = parameter_attr(value)
+    return out
 
 
 def parameter_attr(value):

@@ -33,7 +33,10 @@ def test_a_preset_chain_and_a_user_constraint_run_and_match_the_library(tmp_path
     assert invoke(argv, capsys)[0] == 0
     with xr.open_dataset(out, engine="h5netcdf") as ds:
         q = ds["q"].values
-        assert ds.attrs["integrator"] == "Composition"
+        assert ds.attrs["integrator"] == "Composition" and ds.attrs["system"] == "Constrained"
+        assert ds.attrs["parameter_system"] == "harmonic-oscillator"
+    code, text, err = invoke([*argv, "--resume"], capsys)  # the run recognises its file
+    assert code == 0 and "already complete" in text, err
     assert np.max(np.abs(np.sum(q**2, axis=-1) - 1.0)) < 1e-15
 
 

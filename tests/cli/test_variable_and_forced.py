@@ -95,6 +95,12 @@ def test_variable_steps_from_the_command_line_are_the_librarys(functions, tmp_pa
     assert c["q"].shape == (7, 3) and np.all(np.diff(c["q"].values[:, -1]) > 0)  # t grows
     # K = g (H + e), zero along the solution, stays near zero (a symplectic map of K)
     assert np.max(np.abs(c["K"].values)) < 1e-4
+    # the file names its system (the wrapped one's name is a parameter beside it), and
+    # a resumed run recognises it as its own
+    assert (c.attrs["system"], c.attrs["parameter_system"]) == ("TimeTransformed", "Kepler")
+    code, text, err = invoke(["run", *KEPLER, "--steps", "300", *options, "--out", str(tt),
+                              "--resume"], capsys)  # fmt: skip
+    assert code == 0 and "already complete" in text, err
 
 
 def test_forces_from_the_command_line_are_the_librarys(functions, tmp_path, capsys):
@@ -115,6 +121,9 @@ def test_forces_from_the_command_line_are_the_librarys(functions, tmp_path, caps
     assert d["dissipated"].values[-1] > 0 and d["work"].values[-1] != 0
     balance = d["H_balance"].values
     assert np.max(np.abs(balance - balance[0])) < 1e-13
+    assert (d.attrs["system"], d.attrs["parameter_system"]) == ("Forced", "Pendulum")
+    code, text, err = invoke([*argv, "--resume"], capsys)
+    assert code == 0 and "already complete" in text, err
     code, text, err = invoke(["compare", "--system", "pendulum", "--q0", "1", "--p0", "0",
                               "--integrators", "stormer-verlet,average-vector-field",
                               "--force", f"{MODULE}:push", "--T", "5", "--h", "0.01"],
