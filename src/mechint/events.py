@@ -48,6 +48,9 @@ from mechint.maps import Integrator, physical_time, shown, unwrap_all
 # Iterations of the bracketing solver at most (Illinois converges in ~10; the bisection
 # every fourth iteration bounds it by 4 × 64 for any float64 bracket).
 _MAX_ITERATIONS = 256
+# A closed bracket is a root where f at its two ends is within this fraction of f's change
+# over the step (a smooth f: a few ulp of it; a jump: the jump)
+_JUMP = 1e-3
 # The default capacity: crossings kept per member and event.
 MAX_EVENTS = 64
 # Events a run watches at most: each adds its condition and record to the compiled loop
@@ -611,17 +614,20 @@ def _bracket_roots(f, a, fa, xa, b, used):
     inside it (Brent's least step), each slot on its own (a slot stops moving once its
     bracket is closed).  The first pass evaluates f at b (0 where not ``used``), so that
     the program holds one f; the states at both ends are carried (``xa``: at a), so that
-    the root's state needs no evaluation of its own.
+    the root's state needs no evaluation of its own.  A bracket closed on a jump of f (a
+    map whose partial step does not start at its state: SHAKE projects the momentum) is
+    not a root: at a closed bracket f's values at its two ends (not Illinois' halved
+    ones) must be within ``_JUMP`` of its change over the step, else it is not converged.
     Returns (τ, converged, f at b, f at τ, the state at τ)."""
 
     def done(s):
-        a, fa, b, fb, _, it, _, _ = s
+        a, fa, b, fb, _, it = s[:6]
         tiny = 4 * jnp.spacing(jnp.maximum(jnp.abs(a), jnp.abs(b)))
         return (fa == 0) | (fb == 0) | (jnp.abs(b - a) <= tiny) | (it >= _MAX_ITERATIONS)
 
     def body(carry):
         s, fb_at_b, first = carry
-        a, fa, b, fb, side, it, xa, xb = s
+        a, fa, b, fb, side, it, xa, xb, ga, gb = s
         falsi = (a * fb - b * fa) / (fb - fa)
         lo, hi = jnp.minimum(a, b), jnp.maximum(a, b)
         # A falsi point within half the closing width of an end moves that far into the
@@ -645,27 +651,35 @@ def _bracket_roots(f, a, fa, xa, b, used):
             jnp.where(same_b, fc, jnp.where(side < 0, 0.5 * fb, fb)),
             (jnp.where(same_b, 1, -1) * jnp.where(short, 2, 1)).astype(side.dtype),
             it + 1,
+            jnp.where(same_b, ga, fc),  # f itself at each end
+            jnp.where(same_b, fc, gb),
         )
         live = ~done(s)
-        moved = tuple(jnp.where(live, m, o) for m, o in zip(moved, s[:6], strict=True))
+        was = (*s[:6], ga, gb)
+        moved = tuple(jnp.where(live, m, o) for m, o in zip(moved, was, strict=True))
         moving = live & ~first
         # the state at each end: c's where c replaced that end (b's on the first pass)
         xa, xb = freeze(moving & ~same_b, xc, xa), freeze(first | (moving & same_b), xc, xb)
         fb_at_b = jnp.where(first, jnp.where(used, fc, 0.0), fb_at_b)
-        begun = (a, fa, b, fb_at_b, side, it)
+        begun = (a, fa, b, fb_at_b, side, it, fa, fb_at_b)
         s = tuple(jnp.where(first, b0, m) for b0, m in zip(begun, moved, strict=True))
-        return (*s, xa, xb), fb_at_b, jnp.asarray(False)
+        return (*s[:6], xa, xb, *s[6:]), fb_at_b, jnp.asarray(False)
 
     zero = jnp.zeros(a.shape, jnp.int32)
-    s = (a, fa, b, jnp.zeros_like(fa), zero, zero, xa, xa)
+    s = (a, fa, b, jnp.zeros_like(fa), zero, zero, xa, xa, fa, jnp.zeros_like(fa))
     start = (s, jnp.zeros_like(fa), jnp.asarray(True))
     s, fb_at_b, _ = jax.lax.while_loop(lambda c: c[2] | jnp.any(~done(c[0])), body, start)
-    a, fa, b, fb, _, it, xa, xb = s
+    change = jnp.abs(fa) + jnp.abs(fb_at_b)  # f's change over the step, at its ends
+    a, fa, b, fb, _, it, xa, xb, ga, gb = s
     at_a = (fb != 0) & ((fa == 0) | (jnp.abs(fa) < jnp.abs(fb)))
     tau = jnp.where(at_a, a, b)
     # a partial step that failed inside the bracket (F = NaN) leaves a non-finite end
     finite = jnp.isfinite(fa) & jnp.isfinite(fb)
-    converged = ((it < _MAX_ITERATIONS) | (fa == 0) | (fb == 0)) & finite
+    exact = (fa == 0) | (fb == 0)
+    # closed on a root, f at both ends is as small as its change over a few ulp of τ
+    # (and its rounding) makes it; closed on a jump of f, it is not
+    continuous = exact | (jnp.abs(ga) + jnp.abs(gb) <= _JUMP * change)
+    converged = ((it < _MAX_ITERATIONS) | exact) & finite & continuous
     return tau, converged, fb_at_b, jnp.where(at_a, fa, fb), freeze(at_a, xa, xb)
 
 

@@ -153,3 +153,23 @@ def test_section_keeps_an_unfinished_run_and_a_foreign_file(tmp_path, capsys):
         assert code == 0, err
         with xr.open_dataset(path) as ds:
             assert int(ds.attrs["complete"]) == 1 and "section_crossing_count" in ds
+
+
+def test_a_jump_of_the_condition_is_not_a_crossing(tmp_path, capsys):
+    """SHAKE's partial step projects the momentum, so a momentum surface's condition jumps
+    at τ = 0: a bracket that closes there is not a root.  Each row of the double
+    pendulum's p_1 = 0 section is on the surface to round-off or NaN (not located), and
+    the summary counts the NaN rows; RATTLE, whose partial steps start at its state,
+    locates every one."""
+    for integrator, lost in (("shake", True), ("rattle", False)):
+        out = tmp_path / f"{integrator}.csv"
+        code, _, err = invoke(["section", "--system", "pendulum-chain", "--preset",
+                               "double-pendulum", "--surface", "p_1=0", "--integrator",
+                               integrator, "--h", "0.001", "--steps", "8000", "--out",
+                               str(out)], capsys)  # fmt: skip
+        assert code == 0, err
+        rows = np.genfromtxt(out, delimiter=",", names=True)
+        p1 = rows["p_1"]
+        nan = np.isnan(p1)
+        assert np.all(np.abs(p1[~nan]) < 1e-12) and np.any(~nan), (integrator, p1)
+        assert bool(np.any(nan)) == lost and (f"{np.sum(nan)} not located" in err) == lost, err

@@ -178,9 +178,14 @@ def handle(args: argparse.Namespace) -> int:
     if not args.quiet:
         over = int(np.sum(np.atleast_1d(c.overflowed)))
         failed = int(np.sum(traj.failed))
+        # crossings the loop saw whose root the map's partial steps do not bracket (NaN)
+        times = np.asarray(c.t).reshape(len(count), -1)
+        kept = np.arange(times.shape[1]) < np.minimum(count, times.shape[1])[:, None]
+        lost = int(np.sum(kept & np.isnan(times)))
         print(f"{int(count.sum())} crossings of {args.surface} by {len(count)} run(s) "
               f"(fewest {int(count.min())}, most {int(count.max())}); "
-              f"{over} kept only the first {crossings}; {failed} failed; wrote {out}"
+              + (f"{lost} not located on the map (NaN rows); " if lost else "")
+              + f"{over} kept only the first {crossings}; {failed} failed; wrote {out}"
               + (f" and {plot}" if plot else ""), file=sys.stderr)  # fmt: skip
     return 1 if np.any(traj.failed) else 0
 
