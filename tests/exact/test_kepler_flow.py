@@ -263,6 +263,55 @@ def test_each_arc_takes_the_same_path_alone_as_in_a_batch(monkeypatch):
                 assert whole is None or close(whole[k][j], c), mixed[i][0]
 
 
+def test_a_batchs_tangents_take_the_general_jacobian_on_the_gathered_arcs(monkeypatch):
+    """A batch's tangents: the general solve's Jacobian on the arcs that need it alone,
+    gathered as the values' solve is (70 of 78 here: nine blocks of 8, 72 Jacobians),
+    each arc's tangent as alone to round-off and as the direct ``jvp`` of the general
+    solve (which solves again) on the long arcs; reverse mode through the blocks is
+    the transpose of forward (``<w, J d> = <Jᵀ w, d>``)."""
+    from mechint.exact import two_body
+
+    evaluated = []  # one entry per arc whose Jacobian a compiled call takes
+    arc = two_body._arc_jacobian
+
+    def counted(*args):
+        jax.debug.callback(lambda mu: evaluated.append(np.size(mu)), args[0])
+        return arc(*args)
+
+    monkeypatch.setattr(two_body, "_arc_jacobian", counted)
+    mixed = SHORT[:8] + CASES[:10]
+    pick = np.concatenate([np.arange(8), np.tile(np.arange(8, 18), 7)])
+    mu, q0, v0, t = (np.array([mixed[i][k] for i in pick]) for k in range(1, 5))
+    rng = np.random.default_rng(3)
+    dmu, dq, dv, dt = (rng.normal(size=a.shape) for a in (mu, q0, v0, t))
+    w = rng.normal(size=(2, *q0.shape))
+
+    def forward(*p):
+        return jax.jvp(jax.vmap(mi.exact.kepler_flow), p, (dmu, dq, dv, dt))[1]
+
+    def pulled(*p):
+        return jax.grad(lambda *p: jnp.sum(jnp.stack(jax.vmap(mi.exact.kepler_flow)(*p)) * w),
+                        argnums=(0, 1, 2, 3))(*p)  # fmt: skip
+
+    got = jax.block_until_ready(jax.jit(forward)(mu, q0, v0, t))
+    assert sum(evaluated) == 72, evaluated
+    one = jax.jit(lambda *p: jax.jvp(mi.exact.kepler_flow, p[:4], p[4:])[1])
+    direct = jax.jit(lambda *p: jax.jvp(lambda *a: two_body._general(*a)[:2], p[:4], p[4:])[1])
+    eps = np.finfo(np.float64).eps
+    for j in range(18):
+        args = (mu[j], q0[j], v0[j], t[j], dmu[j], dq[j], dv[j], dt[j])
+        alone = one(*args)
+        for b, c in zip(got, alone, strict=True):
+            assert np.max(np.abs(b[j] - c)) <= 8 * eps * np.max(np.abs(c)), mixed[pick[j]][0]
+        if j >= 8:
+            for b, c in zip(got, direct(*args), strict=True):
+                assert np.max(np.abs(b[j] - c)) <= 1e-9 * np.max(np.abs(c)), mixed[pick[j]][0]
+    back = jax.jit(pulled)(mu, q0, v0, t)
+    lhs = np.sum(np.stack(got) * w)
+    rhs = sum(np.sum(np.asarray(b) * d) for b, d in zip(back, (dmu, dq, dv, dt), strict=True))
+    assert abs(lhs - rhs) <= 1e-12 * np.sum(np.abs(np.stack(got) * w)), (lhs, rhs)
+
+
 def _equations(closed) -> int:
     """The equations of a traced program, those of its loops' and branches' bodies too."""
     count = 0
