@@ -326,9 +326,18 @@ def imported(parameter: str, value, what: str) -> Any:
         )
     try:
         obj: Any = importlib.import_module(module)
+    except ImportError as exc:
+        raise InputError(
+            parameter, f"cannot import {value!r}: {exc}", "check the module is on PYTHONPATH"
+        ) from None
+    except (Exception, SystemExit) as exc:  # the user's module fails as it runs
+        raise InputError(parameter, f"importing {module!r} failed: {type(exc).__name__}: "
+                         f"{exc}", "fix the module (python -c 'import " + module + "' shows "
+                         "the traceback)") from None  # fmt: skip
+    try:
         for part in attr.split("."):
             obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
+    except AttributeError as exc:
         raise InputError(
             parameter, f"cannot import {value!r}: {exc}", "check the module is on PYTHONPATH"
         ) from None

@@ -156,6 +156,15 @@ def test_references_that_are_not_our_classes_are_refused_in_one_line(user_module
         (["--system", "kepler", "--integrator", "kahan", "--substeps", "2"],
          "unrecognized option --substeps", ""),
     ]  # fmt: skip
+    # modules that fail as they are imported: a bad input, named, not an internal error
+    broken = [("broken_syntax", "def f(q)\n    return q\n"), ("broken_run", "x = 1 / 0\n"),
+              ("broken_exit", "raise SystemExit(0)\n")]  # fmt: skip
+    for name, source in broken:
+        (user_module / f"{name}.py").write_text(source)
+        problem = {"broken_syntax": "SyntaxError", "broken_run": "ZeroDivisionError",
+                   "broken_exit": "SystemExit"}[name]  # fmt: skip
+        cases.append((["--system", "kepler", "--integrator", f"{name}:Map"], "--integrator",
+                      f"importing {name!r} failed: {problem}"))  # fmt: skip
     for args, name, text in cases:
         code, _, err = invoke([*base, *args], capsys)
         assert code == 2 and err.count("\n") == 1 and name in err and text in err, (args, err)

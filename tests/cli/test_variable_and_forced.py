@@ -152,6 +152,17 @@ def test_the_forms_refuse_what_they_cannot_run_in_one_line(functions, tmp_path, 
              "10", "--out", str(tmp_path / "y.nc"), "--integrator", "kahan"]  # fmt: skip
     code, _, err = invoke([*euler, "--time-transform", f"{MODULE}:g"], capsys)
     assert code == 2 and "--system" in err and "not a canonical system" in err, err
+    # a preset's state is its system's own: a wrapper is refused with it, not left out
+    chain = ["run", "--system", "pendulum-chain", "--preset", "double-pendulum", "--h",
+             "0.01", "--steps", "10", "--out", str(tmp_path / "z.nc"), "--integrator",
+             "rattle"]  # fmt: skip
+    wrappers = [("--force", f"{MODULE}:push"), ("--dissipation", f"{MODULE}:damp"),
+                ("--time-transform", f"{MODULE}:g"),
+                ("--constraints", "tests.systems.constrained_cases:unit_sphere")]  # fmt: skip
+    for option, value in wrappers:
+        code, _, err = invoke([*chain, option, value], capsys)
+        assert code == 2 and f"{option}: does not go with --preset" in err, err
+    assert not (tmp_path / "z.nc").exists()
 
 
 def test_the_real_command_runs_them(functions, tmp_path):

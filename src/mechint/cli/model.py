@@ -106,6 +106,13 @@ def _preset(args: argparse.Namespace, cls) -> tuple[System, object] | None:
         if _value(args, name) is not None:
             raise InputError(f"--{name}", f"{option} gives the system and its state",
                              f"leave --{name} out, or {option}")  # fmt: skip
+    # (their state is the system's own: it has no entries for a wrapper's parts)
+    for name in ("constraints", "time_transform", "force", "dissipation"):
+        if _value(args, name) is not None:
+            flag = "--" + name.replace("_", "-")
+            raise InputError(flag, f"does not go with {option} (the state it gives is the "
+                             f"system's own)", f"give the system's parameters and state "
+                             f"instead of {option}, or leave {flag} out")  # fmt: skip
     if preset is not None:
         if preset not in cls.presets:
             known = ", ".join(cls.presets) or "none"
