@@ -91,6 +91,10 @@ def test_bad_input_before_any_run(tmp_path, capsys):
         (dict(grid={"P": [100.0]}), "grid"),
         (dict(grid={"e": [-0.1]}), "grid"),
         (dict(grid={"a": [np.nan]}), "grid"),
+        # refused by every point's elements and state before any run, not by a batch's
+        (dict(grid={"e": [0.1, 1.0]}), "grid"),
+        (dict(grid={"a": [8.0, -3.0]}), "grid"),
+        (dict(grid={"a": [8.0, 1e300]}), "grid"),
         (dict(escape=-1.0), "escape"),
         (dict(max_batch=0), "max_batch"),
         (dict(h=0.0), "h"),
@@ -131,7 +135,8 @@ def test_bad_input_before_any_run(tmp_path, capsys):
 
 def test_nbody_escape_distance():
     """``NBody(escape=d)``: any map's step fails with OUT_OF_DOMAIN where a body passes d
-    from the centre of mass (Störmer–Verlet through the system's domain check), residual
+    from the centre of mass (Störmer–Verlet through the system's domain check, wrapped in
+    ``Tangent`` too), residual
     the distance over d; recorded in the parameters; refused when not positive."""
     system = NBody([1.0, 1e-3], 1.0, escape=1.5)
     assert system.parameters()["escape"] == 1.5 and "escape=1.5" in repr(system)
@@ -144,5 +149,10 @@ def test_nbody_escape_distance():
     run = mi.simulate(system, mi.integrators.StormerVerlet(), x0, 0.01, 200, throw=False)
     assert int(run.reason_code) == int(mi.integrators.Reason.OUT_OF_DOMAIN)
     assert 1.0 < float(run.residual) < 1.1
+    # a wrapper's state (x and its tangent vectors): the check reads x, at the same step
+    wrapped = mi.integrators.Tangent(mi.integrators.StormerVerlet())
+    tangent = mi.simulate(system, wrapped, x0, 0.01, 200, throw=False)
+    assert int(tangent.failed_step) == int(run.failed_step) > 0
+    assert int(tangent.reason_code) == int(mi.integrators.Reason.OUT_OF_DOMAIN)
     with pytest.raises(InputError, match="escape"):
         NBody([1.0, 1e-3], 1.0, escape=0.0)

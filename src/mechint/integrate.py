@@ -67,6 +67,7 @@ from mechint.maps import (
     shown,
     start_all,
     to_columns,
+    unwrap_all,
 )
 from mechint.plan import check_integrator, check_system
 from mechint.systems.base import System
@@ -160,7 +161,8 @@ def _member_step(integrator: Integrator, batched: bool):
         z_new, st = integrator.loop_step(system, z, h)
         if not system.checks_domain or integrator.own_coordinates:
             return z_new, st
-        return z_new, combine([st, system.domain_status(z_new)])
+        # (of the system's state: a wrapper's carries its own parts beside it)
+        return z_new, combine([st, system.domain_status(unwrap_all(integrator, z_new)[0])])
 
     return over_members(checked, batched)
 

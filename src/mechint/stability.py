@@ -49,8 +49,7 @@ class _Task:
 
     masses: tuple
     G: float
-    frame: str
-    elements: dict  # (B, N−1) arrays
+    x0: tuple  # the systems' barycentric (q, p), each (B, N, 3)
     integrator: Integrator
     h: float
     steps: int
@@ -61,17 +60,15 @@ class _Task:
 
 
 def run_task(task: _Task) -> dict:
-    """One batch: its systems from the elements, the Tangent run, each member's ⟨Y⟩,
-    largest exponent, failure and escape."""
+    """One batch: the Tangent run of its systems, each member's ⟨Y⟩, largest exponent,
+    failure and escape."""
     from mechint import diagnostics
     from mechint.simulate import simulate
     from mechint.systems.nbody import NBody
 
-    system, x0 = NBody.from_elements(list(task.masses), task.elements, task.G, task.frame,
-                                     escape=task.escape)  # fmt: skip
-    run = simulate(
-        system, task.integrator, x0, task.h, task.steps, task.steps, dtype=task.dtype, throw=False
-    )  # only the end saved
+    system = NBody(list(task.masses), task.G, escape=task.escape)
+    run = simulate(system, task.integrator, task.x0, task.h, task.steps, task.steps,
+                   dtype=task.dtype, throw=False)  # only the end saved  # fmt: skip
     n = task.count
     failed = np.asarray(run.failed_step)[:n]
     reason = np.asarray(run.reason_code)[:n]
@@ -145,7 +142,7 @@ def stability_map(
     import xarray as xr
 
     from mechint import integrators, sweeps
-    from mechint.systems.nbody import NBody, read_elements
+    from mechint.systems.nbody import NBody, read_elements, state_from_elements
 
     system = NBody(masses, G)
     n = system.n
@@ -177,20 +174,20 @@ def stability_map(
     flat = {k: np.broadcast_to(v, (points, n - 1)).copy() for k, v in base.items()}
     for (key, _), values in zip(axes.items(), mesh, strict=True):
         flat[key][:, body - 1] = values.ravel()
-    try:  # every point's elements valid (e ≥ 0, ...) before a run
-        read_elements(flat, n - 1)
+    try:  # every point's elements valid (e ≥ 0, ...), and its state finite, before a run
+        x0 = state_from_elements(np.asarray(system.masses), flat, G, frame)
     except InputError as exc:
         raise InputError(
-            "grid", f"gives {exc.parameter} of body {body} a value that {exc.problem}", exc.fix
+            "grid", f"gives body {body} {exc.parameter} it refuses: {exc.problem}", exc.fix
         ) from None
     size = min(int(max_batch), points)
     work = []
     for first in range(0, points, size):
         pick = np.arange(first, first + size)
         pick = np.where(pick < points, pick, first)  # the last batch padded with its first
-        work.append(_Task(tuple(float(m) for m in np.asarray(system.masses)), float(G), frame,
-                          {k: v[pick] for k, v in flat.items()}, integrator, h, steps, escape,
-                          dtype, first, min(size, points - first)))  # fmt: skip
+        work.append(_Task(tuple(float(m) for m in np.asarray(system.masses)), float(G),
+                          (x0[0][pick], x0[1][pick]), integrator, h, steps, escape, dtype,
+                          first, min(size, points - first)))  # fmt: skip
     out = {key: np.full(points, np.nan) for key in ("megno", "lyapunov", "escape_time")}
     out["failed_step"] = np.full(points, -1, dtype=np.int64)
     out["reason"] = np.zeros(points, dtype=np.int8)

@@ -662,7 +662,10 @@ def test_a_planetary_preset_and_a_bodies_file_run_and_name_the_bodies(tmp_path, 
     assert read.names == ("star", "b", "c") and read.n_test == 1
     assert np.array_equal(x1[0], want[0]) and np.array_equal(x1[1], want[1])
     (tmp_path / "bad.json").write_text('{"bodies": [{"mass": 1}, {"mass": "x", "q": [0, 0]}]}')
+    typo = json.loads((tmp_path / "el.json").read_text()) | {"escpae": 2.0}
+    (tmp_path / "typo.json").write_text(json.dumps(typo))  # not run without its escape
     cases = [
+        (["--bodies", str(tmp_path / "typo.json")], "--bodies: unknown key 'escpae'"),
         (["--preset", "inner-solar-system"], "--preset"),
         (["--preset", "outer-solar-system", "--masses", "1,1"], "--masses"),
         (["--bodies", str(tmp_path / "bad.json")], "--bodies"),

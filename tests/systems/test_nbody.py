@@ -124,6 +124,69 @@ def test_elements_round_trip_bound_and_unbound(frame):
     assert np.all(bound) and np.allclose(x1[0], x2[0], rtol=1e-11, atol=1e-12)
 
 
+def _mp_state(a, e, i, Omega, omega, M, mu=1.0):
+    """The relative state of the elements in mpmath (Kepler's equation solved at 60
+    digits): the independent reference of ``from_elements``."""
+    import mpmath as mp
+
+    with mp.workdps(60):
+        a, e, M, mu = mp.mpf(a), mp.mpf(e), mp.mpf(M), mp.mpf(mu)
+        if e < 1:
+            E = mp.findroot(lambda E: E - e * mp.sin(E) - M, M + e * mp.sin(M))
+            x, y = a * (mp.cos(E) - e), a * mp.sqrt(1 - e * e) * mp.sin(E)
+            w = mp.sqrt(mu * a) / (a * (1 - e * mp.cos(E)))
+            vx, vy = -w * mp.sin(E), w * mp.sqrt(1 - e * e) * mp.cos(E)
+        else:
+            H = mp.findroot(lambda H: e * mp.sinh(H) - H - M, mp.asinh(M / e))
+            x, y = -a * (e - mp.cosh(H)), -a * mp.sqrt(e * e - 1) * mp.sinh(H)
+            w = mp.sqrt(-mu * a) / (-a * (e * mp.cosh(H) - 1))
+            vx, vy = -w * mp.sinh(H), w * mp.sqrt(e * e - 1) * mp.cosh(H)
+        cO, sO, ci, si = mp.cos(Omega), mp.sin(Omega), mp.cos(i), mp.sin(i)
+        cw, sw = mp.cos(omega), mp.sin(omega)
+        P = [[cO * cw - sO * sw * ci, -cO * sw - sO * cw * ci],
+             [sO * cw + cO * sw * ci, -sO * sw + cO * cw * ci], [sw * si, cw * si]]  # fmt: skip
+        r = [float(row[0] * x + row[1] * y) for row in P]
+        v = [float(row[0] * vx + row[1] * vy) for row in P]
+    return np.array(r), np.array(v)
+
+
+def test_elements_at_their_corners_against_mpmath():
+    """``from_elements`` on nearly parabolic orbits (e = 1 ∓ 10⁻⁸..10⁻¹², where a start at
+    periapsis loses the digits of a/r_p: 6e-2 of the velocity at 1 − 10⁻¹²) and long
+    hyperbolic arcs against mpmath; ``to_elements`` of mpmath's states: i of 10⁻⁸ and
+    10⁻¹⁰ and π − 10⁻⁸ (not 0 or π), a hyperbola's M up to 10¹² (not saturated), and a
+    circular equatorial orbit's angle (not lost: the textbook start comes back where it
+    was)."""
+    angles = (0.3, 1.0, 2.0)
+    cases = [(1.5, 1 - d, M) for d in (1e-8, 1e-12) for M in (3.1, 1.0, 0.01)]
+    cases += [(-1.5, 1 + 1e-9, M) for M in (0.01, 1.0, 1e3)] + [(-1.0, 1.5, 1e12)]
+    for a, e, M in cases:
+        el = {"a": [a], "e": [e], "i": [angles[0]], "Omega": [angles[1]], "omega": [angles[2]],
+              "M": [M]}  # fmt: skip
+        system, x0 = NBody.from_elements([1.0, 0.0], el, 1.0, "heliocentric")
+        r, v = _mp_state(a, e, *angles, M)
+        err_r = np.max(np.abs(x0[0][1] - r)) / np.max(np.abs(r))
+        err_v = np.max(np.abs(x0[1][1] - v)) / np.max(np.abs(v))
+        assert err_r < 1e-13 and err_v < 1e-13, (a, e, M, err_r, err_v)
+        if e > 1:  # the mean anomaly of mpmath's state
+            back = system.to_elements((np.array([[0.0] * 3, r]), np.array([[0.0] * 3, v])),
+                                      "heliocentric")  # fmt: skip
+            assert abs(float(back["M"][0]) / M - 1) < 1e-13, (M, back["M"])
+    system = NBody([1.0, 0.0], 1.0)
+    for inc in (1e-8, 1e-10, np.pi - 1e-8):
+        r, v = _mp_state(1.0, 0.2, inc, 0.7, 0.4, 1.0)
+        back = system.to_elements((np.array([[0.0] * 3, r]), np.array([[0.0] * 3, v])),
+                                  "heliocentric")  # fmt: skip
+        assert abs(float(back["i"][0]) - inc) <= 1e-14 * inc, (inc, back["i"])
+    for r, v in (([1.0, 0, 0], [0, 1.0, 0]), ([0, -1.0, 0], [-1.0, 0, 0]),
+                 ([-0.6, 0.8, 0], [-0.8, -0.6, 0])):  # fmt: skip
+        x = (np.array([[0.0] * 3, r]), np.array([[0.0] * 3, v]))
+        back = system.to_elements(x, "heliocentric")
+        el = {k: np.asarray(back[k]) for k in ("a", "e", "i", "Omega", "omega", "M")}
+        _, y = NBody.from_elements([1.0, 0.0], el, 1.0, "heliocentric")
+        assert np.allclose(y[0], x[0], atol=1e-15) and np.allclose(y[1], x[1], atol=1e-15), (r, el)
+
+
 @pytest.mark.parametrize(
     ("call", "needle"),
     [
@@ -148,6 +211,9 @@ def test_elements_round_trip_bound_and_unbound(frame):
         ),
         (lambda: NBody.from_elements([1, 1e-3], {"a": [1.0], "e": [1.0], "M": [0.0]}), "parabolic"),
         (lambda: NBody.from_elements([1, 1e-3], {"a": [1.0], "M": [0.0], "x": [1]}), "unknown"),
+        (lambda: NBody.from_elements([1, 1e-3], {"P": [1.0], "e": [1.5], "M": [0.0]}), "no period"),
+        (lambda: NBody.from_elements([1, 1e-3], {"a": [1e300], "M": [0.0]}), "not finite"),
+        (lambda: NBody.from_elements([1, 1e-3], {"a": [1e-300], "M": [0.0]}), "not finite"),
         (lambda: NBody.from_elements([1, 1e-3], {"a": [1.0, 2.0], "M": [0.0]}), "values"),
         (lambda: NBody.from_elements([1, 1e-3], {"a": [1.0], "M": [0.0]}, frame="x"), "frame"),
     ],

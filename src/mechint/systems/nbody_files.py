@@ -55,6 +55,10 @@ def read_bodies_data(path) -> dict:
         raise InputError("bodies", "expected an object with a list 'bodies'",
                          'e.g. {"G": 1, "bodies": [{"mass": 1, "q": [0, 0, 0], '
                          '"v": [0, 0, 0]}, ...]}')  # fmt: skip
+    top = {"G", "frame", "encounter", "escape", "bodies"}
+    if set(data) - top:  # (a misspelt escape would run without its check)
+        raise InputError("bodies", f"unknown key {sorted(set(data) - top)[0]!r}",
+                         f"keys: {', '.join(sorted(top))}")  # fmt: skip
     bodies = data["bodies"]
     if len(bodies) < 2 or not all(isinstance(b, dict) for b in bodies):
         raise InputError("bodies", "give at least two bodies, each an object with a 'mass'")

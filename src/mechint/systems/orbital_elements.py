@@ -77,22 +77,20 @@ def from_relative(masses, com, rel, frame: str):
 
 def state_from_elements(masses, elements: Mapping, G, frame: str):
     """The barycentric (q, p) of ``from_elements`` (NumPy arrays, float64), the elements
-    checked first (``read_elements``; e = 1 and a of the wrong sign refused)."""
+    checked first (``read_elements``: e = 1, a of the wrong sign and P of a hyperbola
+    refused), and the state after (``InputError`` where not finite)."""
     frame = _frame(frame)
     m = np.asarray(masses, dtype=np.float64)
     n = m.shape[0]
     el = read_elements(elements, n - 1)
-    e = el["e"]
-    if np.any(e == 1):
-        raise InputError("elements", "e = 1 (parabolic) has no a", "use e slightly off 1")
-    if "a" in el:
-        a, bound = el["a"], e < 1
-        if np.any(bound & (a <= 0)) or np.any(~bound & (a >= 0)):
-            raise InputError("elements", "a must be > 0 for e < 1 and < 0 for e > 1 "
-                             "(hyperbolic)", "give a > 0 for bound orbits")  # fmt: skip
     q, p = _elements_state_compiled(jnp.asarray(m), {k: jnp.asarray(v) for k, v in el.items()},
                                     jnp.asarray(float(G)), frame)  # fmt: skip
-    return np.asarray(q), np.asarray(p)
+    q, p = np.asarray(q), np.asarray(p)
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(p))):
+        raise InputError("elements", "gives a state that is not finite in float64 (a, P or "
+                         "the masses out of its range)", "give elements of moderate "
+                         "scale (change the units)")  # fmt: skip
+    return q, p
 
 
 def elements_state(masses, elements: Mapping, G=1.0, frame: str = "jacobi"):
@@ -129,13 +127,29 @@ def _elements_state(m, el: dict, G, frame: str):
         M = el["lam"] - el["omega"] - el["Omega"]
     else:
         M = -n_mean * el["tp"]
-    rp = a * (1 - e)
-    vp = jnp.sqrt(mu * (1 + e) / rp)
+    # The flow starts where the orbit's state holds its energy without cancellation: the
+    # apoapsis (E = π) of a bound orbit, H = 1 on a hyperbola (r = |a|(e cosh 1 − 1)), not
+    # the periapsis, whose v²/2 − μ/r loses the digits of a/r_p on a nearly parabolic orbit
+    # (e = 1 − 10⁻¹²: 6e-2 of the velocity).  Each branch on values valid in it (the other's
+    # NaN would reach a gradient through the select).
+    e_b, e_h = jnp.where(bound, e, 0.5), jnp.where(bound, 2.0, e)
+    a_b, a_h = jnp.where(bound, a, 1.0), jnp.where(bound, 1.0, jnp.abs(a))
+    ch, sh = np.cosh(1.0), np.sinh(1.0)
+    r_b = a_b * (1 + e_b)
+    v_b = jnp.sqrt(mu * a_b * ((1 - e_b) * (1 + e_b))) / r_b
+    r_h = a_h * (e_h * ch - 1)
+    w_h = jnp.sqrt(mu * a_h) / r_h
+    root_h = jnp.sqrt((e_h - 1) * (e_h + 1))
+    x = jnp.where(bound, -r_b, a_h * (e_h - ch))
+    y = jnp.where(bound, 0.0, a_h * root_h * sh)
+    vx = jnp.where(bound, 0.0, -w_h * sh)
+    vy = jnp.where(bound, -v_b, w_h * root_h * ch)
     P = _rotation(el["Omega"], el["i"], el["omega"])  # (..., 3, 3): perifocal → frame
-    r0 = rp[..., None] * P[..., :, 0]
-    v0 = vp[..., None] * P[..., :, 1]
-    # from periapsis; a bound orbit's M brought into (−π, π] (any revolution is the same)
-    t = jnp.where(bound, jnp.remainder(M + np.pi, 2 * np.pi) - np.pi, M) / n_mean
+    r0 = x[..., None] * P[..., :, 0] + y[..., None] * P[..., :, 1]
+    v0 = vx[..., None] * P[..., :, 0] + vy[..., None] * P[..., :, 1]
+    # from there; a bound orbit's M − π brought into [−π, π) (any revolution is the same)
+    m0 = jnp.where(bound, np.pi, e_h * sh - 1.0)
+    t = jnp.where(bound, jnp.remainder(M, 2 * np.pi) - np.pi, M - m0) / n_mean
     r, v = kepler_flow(mu, r0, v0, t)
     zero = jnp.zeros((*r.shape[:-2], 3), r.dtype)
     q = from_relative(m, zero, r, frame)
@@ -192,6 +206,17 @@ def read_elements(elements: Mapping, count: int) -> dict:
         raise InputError("elements['i']", "must lie in [0, π] (radians)")
     if "P" in out and np.any(out["P"] <= 0):
         raise InputError("elements['P']", "must be > 0 (bound orbits)")
+    e = out["e"]
+    if np.any(e == 1):
+        raise InputError("elements", "e = 1 (parabolic) has no a", "use e slightly off 1")
+    if "P" in out and np.any(e > 1):
+        raise InputError("elements['P']", "a hyperbolic orbit (e > 1) has no period",
+                         "give a (< 0) for it")  # fmt: skip
+    if "a" in out:
+        a, bound = out["a"], e < 1
+        if np.any(bound & (a <= 0)) or np.any(~bound & (a >= 0)):
+            raise InputError("elements", "a must be > 0 for e < 1 and < 0 for e > 1 "
+                             "(hyperbolic)", "give a > 0 for bound orbits")  # fmt: skip
     return out
 
 
@@ -224,22 +249,29 @@ def elements_of(masses, G, x, frame: str) -> dict:
     evec = ((v2 - mu / rn)[..., None] * r - rv[..., None] * v) / mu[..., None]
     e = jnp.sqrt(jnp.sum(evec * evec, axis=-1))
     a = 1.0 / (2.0 / rn - v2 / mu)
-    inc = jnp.arccos(jnp.clip(h[..., 2] / hn, -1.0, 1.0))
-    Omega = jnp.arctan2(h[..., 0], -h[..., 1])
+    hxy = jnp.sqrt(h[..., 0] * h[..., 0] + h[..., 1] * h[..., 1])
+    inc = jnp.arctan2(hxy, h[..., 2])  # (not arccos: i of 1e-8 is not 0)
+    # the ascending node; on an equatorial orbit (none) Ω = 0, the node along x
+    flat = hxy == 0
+    Omega = jnp.where(flat, 0.0, jnp.arctan2(h[..., 0], -h[..., 1]))
     node = jnp.stack([jnp.cos(Omega), jnp.sin(Omega), jnp.zeros_like(Omega)], axis=-1)
-    # ω: from the node to periapsis, in the orbit's plane
     hz = h / hn[..., None]
-    omega = jnp.arctan2(jnp.sum(jnp.cross(node, evec) * hz, axis=-1), jnp.sum(node * evec, axis=-1))
-    nu = jnp.arctan2(jnp.sum(jnp.cross(evec, r) * hz, axis=-1) * e / jnp.maximum(e, 1e-300),
-                     jnp.sum(evec * r, axis=-1))  # fmt: skip
+    # periapsis; on a circular orbit (none) ω = 0, periapsis at the node: ν is then the
+    # angle from the node (the argument of latitude), so that the body is where it was
+    round_ = e == 0
+    peri = jnp.where(round_[..., None], node, evec / jnp.where(round_, 1.0, e)[..., None])
+    omega = jnp.arctan2(jnp.sum(jnp.cross(node, peri) * hz, axis=-1), jnp.sum(node * peri, axis=-1))
+    nu = jnp.arctan2(jnp.sum(jnp.cross(peri, r) * hz, axis=-1), jnp.sum(peri * r, axis=-1))
     bound = e < 1
-    # eccentric / hyperbolic anomaly from the true anomaly
+    # eccentric anomaly from the true anomaly
     E = 2 * jnp.arctan2(jnp.sqrt(jnp.abs(1 - e)) * jnp.sin(nu / 2),
                         jnp.sqrt(1 + e) * jnp.cos(nu / 2))  # fmt: skip
     M_ell = jnp.mod(E - e * jnp.sin(E), 2 * jnp.pi)
-    Hh = 2 * jnp.arctanh(jnp.clip(jnp.sqrt(jnp.abs(e - 1) / (e + 1)) * jnp.tan(nu / 2),
-                                  -1 + 1e-16, 1 - 1e-16))  # fmt: skip
-    M_hyp = e * jnp.sinh(Hh) - Hh
+    # hyperbolic anomaly from r·v = sqrt(μ|a|) e sinh H (not from tan(ν/2), which saturates
+    # on a long arc): M = e sinh H − H
+    e_h = jnp.where(bound, 2.0, e)
+    sinh_h = rv / (e_h * jnp.sqrt(mu * jnp.abs(a)))
+    M_hyp = e_h * sinh_h - jnp.arcsinh(sinh_h)
     M = jnp.where(bound, M_ell, M_hyp)
     P = jnp.where(bound, 2 * jnp.pi * jnp.sqrt(jnp.abs(a) ** 3 / mu), jnp.nan)
     return {"a": a, "e": e, "i": inc, "Omega": jnp.mod(Omega, 2 * jnp.pi),
