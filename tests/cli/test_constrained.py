@@ -119,6 +119,17 @@ def test_joints_on_the_command_line(tmp_path, capsys):
     bad = [a.replace("ground", "floor") for a in base]
     code, _, err = invoke([*bad, *lgvi], capsys)
     assert code == 2 and "--joints: joint 1: 'floor' is not a body's index or ground" in err
+    # joints that no state meets, or that repeat one another, are the joints' fault (not
+    # the potential's or the inertia's), whatever the projection leaves
+    cases = {"0:0,0,0.5:0:0,0,-0.5": "--joints",  # a body joined to itself
+             "0:0,0,0.5:5:0,0,-0.5": "--joints",  # no body 5
+             "0:0,0,0.5:ground:0,0,0;0:0,0,0.5:ground:0,0,0": "--joints: cannot be met",
+             "0:0,0,0.5:ground:0,0,0;1:0,0,0.5:0:0,0,-0.5;1:0,0,-0.5:ground:3,0,-2":
+                 "--joints: cannot be met"}  # fmt: skip
+    for joints, needle in cases.items():
+        other = [joints if a.startswith("0:0,0,0.5:ground") else a for a in base]
+        code, _, err = invoke([*other, *lgvi, "--project"], capsys)
+        assert code == 2 and err.startswith(f"mechint run: error: {needle}"), (joints, err)
     code, _, err = invoke([*base, "--project", "--integrator", "splitting", "--out", str(out)],
                           capsys)  # fmt: skip
     assert code == 2 and "use LieGroupVariational()" in err

@@ -151,7 +151,8 @@ def build_system(args: argparse.Namespace) -> System:
     try:
         system = cls(**kwargs)
     except InputError as exc:
-        option = exc.parameter if exc.parameter in table else next(iter(table), exc.parameter)
+        named = exc.parameter.split("[")[0]  # (an entry's: joints[1])
+        option = named if named in table else next(iter(table), exc.parameter)
         raise InputError(f"--{option}", exc.problem, exc.fix) from None
     return transformed(args, constrained(args, system))
 
@@ -209,7 +210,11 @@ def projected(args: argparse.Namespace, system: System, x0):
             f"does not apply to {system.name} without constraints",
             "use it with --constraints, pendulum-chain or rigid-bodies --joints",
         )
-    return relabel("--project", system.project, x0)  # type: ignore[attr-defined]
+    try:
+        return system.project(x0)  # type: ignore[attr-defined]
+    except InputError as exc:  # (joints that cannot be met are --joints' fault)
+        option = "--joints" if exc.parameter == "joints" else "--project"
+        raise InputError(option, exc.problem, exc.fix) from None
 
 
 def orientation(args: argparse.Namespace, system: System) -> np.ndarray | None:

@@ -476,9 +476,9 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
     def project(self, x0) -> Any:
         """The state (or batch) ``x0`` moved onto the joints' manifold: the nearest
         positions (least mass-weighted change, to round-off), then the nearest momenta
-        (``systems.joints.project``); NumPy arrays."""
-        state, _ = self._validated(x0, "x0")
-        return jax.tree.map(np.asarray, jointing.projected(self, state))
+        (``systems.joints.project``); NumPy arrays.  ``InputError`` where the joints cannot
+        be met (``joints.projected_checked``)."""
+        return jointing.projected_checked(self, self._validated(x0, "x0")[0])
 
     def split_invariants(self, x) -> dict:
         return {**self.momenta(x), **self.casimirs(x)}
@@ -566,9 +566,9 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
     # -- examples and validation ------------------------------------------------------------
     def example_state(self) -> Any:
         """Bodies on a cubic lattice of spacing 3 (seeded random momenta, attitudes and
-        spins of moderate size), moved onto the joints where there are joints."""
+        spins of moderate size), moved towards the joints where there are joints."""
         state = rigid_inputs.example_state(self)
-        return self.project(state) if self.joints else state
+        return jointing.towards(self, state) if self.joints else state
 
     def state_from_options(self, given: dict, frame=None) -> Any:
         """(x, p, R, Π) from --x0, --p0 (default 0), --R0 and --Pi0
