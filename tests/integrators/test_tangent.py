@@ -145,8 +145,13 @@ def test_bad_input_before_any_compile():
     with pytest.raises(InputError, match="no tangent vectors"):
         mi.diagnostics.lyapunov(plain)
     run = mi.simulate(system, mi.integrators.Tangent(sv), system.example_state(), 0.1, 10)
-    with pytest.raises(InputError, match="warm_up"):
-        mi.diagnostics.lyapunov(run, warm_up=2.0)
+    for warm_up in (2.0, 1.0):  # (the run lasts 1.0: no time after either)
+        with pytest.raises(InputError, match="warm_up"):
+            mi.diagnostics.lyapunov(run, warm_up=warm_up)
+    # a run backward in time: the growth over its duration
+    back = mi.simulate(system, mi.integrators.Tangent(sv), system.example_state(), -0.1, 10)
+    lam = mi.diagnostics.lyapunov(back)
+    np.testing.assert_allclose(lam[0], np.asarray(back.tangent)[-1, HEAD], rtol=1e-14)
     with pytest.raises(InputError, match="t="):
         mi.diagnostics.lyapunov(np.zeros((3, 9)))
 

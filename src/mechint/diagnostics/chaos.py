@@ -34,15 +34,16 @@ def _part(run) -> np.ndarray:
 
 
 def _elapsed(run, t, part: np.ndarray) -> np.ndarray:
-    """The physical time since the first sample, (..., T): a Trajectory's own (each
-    member's, with variable steps), else from the sample times ``t``."""
+    """The physical time since the first sample, (..., T), as a duration (a run backward
+    in time, h < 0, too): a Trajectory's own (each member's, with variable steps), else
+    from the sample times ``t``."""
     if hasattr(run, "physical_time"):
-        own = run.physical_time
-        return own - own[..., :1]
+        own = np.asarray(run.physical_time, dtype=np.float64)
+        return np.abs(own - own[..., :1])
     if t is None:
         raise InputError("t", "the sample times are needed with a tangent array", "pass t=sol.t")
     t = np.broadcast_to(np.asarray(t, dtype=np.float64), part.shape[:-1])
-    return t - t[..., :1]
+    return np.abs(t - t[..., :1])
 
 
 def _vectors(part: np.ndarray) -> int:
@@ -54,9 +55,11 @@ def lyapunov(run: Any, history: bool = False, *, t=None, warm_up: float = 0.0) -
     """The first k Lyapunov exponents of a ``Tangent`` run (k its ``vectors``):
     λ_i = (Σ_i(t) − Σ_i(t_w)) / (t − t_w), the growth Σ_i = Σ_j log R_ii(j) of the
     renormalised tangent vectors over the physical time since t_w (Benettin's method),
-    t_w the first sample at least ``warm_up`` after the start (default: the start).
-    Largest first, shape (..., k) at the run's end, or (..., T, k) at every sample with
-    ``history`` (NaN up to t_w).
+    t_w the first sample at least ``warm_up`` after the start (default: the start), times
+    as durations (a run backward in time has the exponents of the inverse map).  In the
+    order of the vectors, shape (..., k) at the run's end, or (..., T, k) at every sample
+    with ``history`` (NaN up to t_w): the i-th converges to the i-th largest exponent,
+    and at a finite time they need not be in order (a short run's are not).
 
     A warm-up leaves out the time the vectors take to align with the Lyapunov frame.
     Without it, the finite-time exponents of a symplectic map pair up as λ_i +
@@ -75,10 +78,11 @@ def lyapunov(run: Any, history: bool = False, *, t=None, warm_up: float = 0.0) -
     if not np.isfinite(warm_up) or warm_up < 0:
         raise InputError("warm_up", f"must be a time ≥ 0, got {warm_up!r}")
     after = elapsed >= warm_up * (1 - 1e-12)
-    if not np.any(after[..., -1]):
-        raise InputError("warm_up", f"{warm_up:g} is longer than the run "
-                         f"({float(np.max(elapsed[..., -1])):g})", "a shorter warm-up")  # fmt: skip
     first = np.argmax(after, axis=-1)[..., None]  # the first sample at or past t_w
+    if not np.any(after[..., -1] & (first[..., 0] < elapsed.shape[-1] - 1)):
+        raise InputError("warm_up", f"{warm_up:g} leaves no time of the run "
+                         f"({float(np.max(elapsed[..., -1])):g}) after it",
+                         "a shorter warm-up")  # fmt: skip
     base_logs = np.take_along_axis(logs, first[..., None], axis=-2)
     base_t = np.take_along_axis(elapsed, first, axis=-1)
     span = elapsed - base_t

@@ -122,8 +122,10 @@ class NBody(Separable):
     REBOUND's ``exit_max_distance``; None: no such check).  The Wisdom–Holman maps
     measure both on the positions their loop carries at a step's end, half a Kepler drift
     past the state a run shows.  Masses and G may be traced (``jax.grad`` with respect to
-    them).  ``names``: the bodies' names, in order (files label the ``body`` dimension
-    with them)."""
+    them); traced masses cannot be read, so give the number of test particles among them
+    as ``test_particles`` (their zeros are massive bodies' otherwise, and the velocities
+    of their momenta 0/0).  ``names``: the bodies' names, in order (files label the
+    ``body`` dimension with them)."""
 
     descriptions: ClassVar[dict[str, str]] = {
         "q": "position (inertial frame)",
