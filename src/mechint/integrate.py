@@ -700,7 +700,7 @@ def integrate(
         x0, batched = _traced_state(system, x0)
         x0 = system.starting_state(x0, t0)
     else:
-        x0, batched = system.validate_state(x0, "x0")
+        x0, batched = integrator.validate_start(system, x0, "x0")
         x0 = system.starting_state(x0, t0)
     events, max_events = check_events(events, system, x0, batched, max_events)
     # a wrapper given as the map (``ReversibleAdaptive``) advances an extended state

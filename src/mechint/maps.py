@@ -339,6 +339,12 @@ class Integrator(abc.ABC):
     def step(self, system, x, h) -> tuple[Any, StepStatus]:
         """One step x ↦ Φ_h(x) and its status (pure, jit- and vmap-safe)."""
 
+    def validate_start(self, system, x0, name: str = "x0") -> tuple[Any, bool]:
+        """A run's start checked by the system (``System.validate_state``); a map whose
+        step is defined on more states than the system's own checks fewer (SHAKE: a
+        momentum off the tangent space, as its own steps leave it)."""
+        return system.validate_state(x0, name)
+
     def enter(self, system, x, h):
         """The loop's state at the state x (``own_coordinates``; the identity here)."""
         return x
@@ -517,6 +523,9 @@ class Wrapper(Integrator):
 
     def cannot_serve(self, system) -> str | None:
         return self.base.cannot_serve(system)
+
+    def validate_start(self, system, x0, name: str = "x0") -> tuple[Any, bool]:
+        return self.base.validate_start(system, x0, name)  # (the base map's state)
 
     def preserved(self, system, x, h) -> dict:
         return self.base.preserved(system, x[0], h)

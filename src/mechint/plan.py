@@ -228,7 +228,7 @@ def _make_plan(system, integrator, x0, h, steps, save_every, t0, dtype, orientat
     system = check_system(system)
     integrator = check_integrator(integrator)
     require_serves(integrator, system)
-    x0_np, batched = system.validate_state(x0, "x0")
+    x0_np, batched = integrator.validate_start(system, x0, "x0")
     h = float(_validate.step_size(h))
     steps = _validate.count("steps", steps)
     save_every = _validate.save_every(steps, save_every)

@@ -24,9 +24,9 @@ g = 0 to round-off and of order 2, but its momenta leave the hidden constraint b
 RATTLE is SHAKE with that component projected out.  SHAKE is symplectic in the sense of
 Leimkuhler & Skeel: DΦ restricted to the tangent space of T*Q keeps the canonical form
 (``diagnostics.symplectic_defects`` measures it at round-off), though its image leaves
-T*Q.  The normal component changes none of the later positions (the next step's
-multipliers absorb it), so a SHAKE run continues from ``system.project`` of its last
-state, which ``Constrained.validate_state`` asks for.
+T*Q.  The normal component changes none of the later states (the next step's
+multipliers absorb it), so a SHAKE run starts from any momentum at positions on the
+manifold (``Shake.validate_start``) and continues from its last state as it is.
 
 A step fails rather than return a state off the manifold: Newton not converged
 (``NOT_CONVERGED``: too large a step, or a singular G W Gᵀ), or the constraints (both, for
@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar, final
 
+import jax
 import jax.numpy as jnp
 
 from mechint.maps import (
@@ -58,9 +59,10 @@ from mechint.systems.constrained import Constrained, manifold_tolerance
 
 
 def _position_residual(c, args):
-    """g(q̃ − (W Gᵀ)ᵀ c): the position constraints at the new q for c = (h²/2) λ."""
-    system, q_tilde, WG = args
-    return system.constraints(q_tilde - WG.T @ c)
+    """g(q̃ − (W Gᵀ)ᵀ c) / s: the position constraints at the new q for c = (h²/2) λ, each
+    over the size s of its terms (so that each is judged at its own rounding)."""
+    system, q_tilde, WG, s = args
+    return system.constraints(q_tilde - WG.T @ c) / s
 
 
 def _shake(solver: Newton, system: Constrained, q, p, h):
@@ -73,8 +75,16 @@ def _shake(solver: Newton, system: Constrained, q, p, h):
     # the multipliers that would move q by its own size: Newton's update is judged
     # against them where c itself is small (a constraint that hardly pulls)
     scale = jnp.max(jnp.abs(q)) / jnp.maximum(jnp.max(jnp.abs(WG)), jnp.finfo(q.dtype).tiny)
+    # Each constraint over the size of its terms Σ_j |G_ij| |q_j|; the solve is also done
+    # where every one is met to a few ulps of it: where the masses or lengths differ by
+    # orders, the update of the heavy or long one's multiplier cannot reach rtol of the
+    # largest (its rounding through G W Gᵀ), though the constraints are met to round-off
+    size = jax.lax.stop_gradient(jnp.abs(G) @ jnp.abs(q))
+    size = jnp.where(size > 0, size, 1.0)
+    floor = 4 * jnp.finfo(q.dtype).eps
     c0 = jnp.zeros(system.m, q.dtype)
-    c, st = solver.solve(_position_residual, c0, (system, q_tilde, WG), scale=scale)
+    c, st = solver.solve(_position_residual, c0, (system, q_tilde, WG, size), scale=scale,
+                         residual_floor=floor)  # fmt: skip
     q1 = q_tilde - WG.T @ c
     p_half = p_tilde - G.T @ (c / h)
     p1 = p_half - (0.5 * h) * base.potential_gradient(q1)
@@ -148,6 +158,12 @@ class Shake(_ConstrainedMap):
     name: ClassVar[str] = "shake"
     # order 2 in q, 1 in p; symplectic as a map out of T*Q (the module docstring)
     traits = Traits(order=1, symmetric=False, explicit=False, symplectic=True, constrained=True)
+
+    def validate_start(self, system, x0, name: str = "x0") -> tuple[object, bool]:
+        """Positions on the manifold; the momentum anywhere: the step does not depend on
+        its normal part (the multipliers absorb it), which its own steps leave, so a
+        run continues from its last state (``--resume``) as it was."""
+        return system.validate_state(x0, name, momenta=False)
 
     def step(self, system, x, h) -> tuple[object, StepStatus]:
         q, p = x

@@ -282,7 +282,9 @@ class Constrained(PoissonSystem):
             "m": self.m,
         }
 
-    def validate_state(self, x, name: str = "x0"):
+    def validate_state(self, x, name: str = "x0", momenta: bool = True):
+        """(q, p) checked on the manifold: g(q) = 0 and, unless not ``momenta``, the
+        momentum on its tangent space (G ∇T(p) = 0), to ``manifold_tolerance``."""
         vector = lambda label, v: validate_vector_state(label, v, self.dof)  # noqa: E731
         (q, p), batched = state_pair(name, x, ("q", vector), ("p", vector))
         if traced((self, q, p)):  # the numbers are unknown inside a transform
@@ -292,7 +294,7 @@ class Constrained(PoissonSystem):
         g, g_dot = (np.asarray(a) for a in _residuals(self, (q, p)))
         sg, sv = (np.asarray(a) for a in _scales(self, (q, p)))
         bad_g = np.abs(g) > tol * np.maximum(sg, 1e-300)
-        bad_v = np.abs(g_dot) > tol * np.maximum(sv, 1e-300)
+        bad_v = (np.abs(g_dot) > tol * np.maximum(sv, 1e-300)) & momenta
         if not np.all(np.isfinite(g)) or not np.all(np.isfinite(g_dot)):
             raise InputError(
                 "constraints",
