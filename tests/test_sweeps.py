@@ -158,6 +158,14 @@ def test_cli_sweep_writes_the_dataset(tmp_path, capsys, embedded):
         assert np.array_equal(ds["m"].values, embedded["m"].values)
 
 
+# a double pendulum's state on the manifold of its first grid point's lengths only
+CHAIN = {"system": {"name": "pendulum-chain", "masses": [1.0, 1.0], "gravity": 9.81, "dim": 2,
+                    "grid": {"lengths": [[1.0, 1.0], [1.5, 1.0]]}},
+         "integrators": ["rattle"],
+         "initial": {"q": [[0.8414709848078965, -0.5403023058681398, 1.7507684116335782,
+                            -0.1241554693209974]], "p": [[0.0, 0.0, 0.0, 0.0]]}}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("change", "needle"),
     [
@@ -170,6 +178,8 @@ def test_cli_sweep_writes_the_dataset(tmp_path, capsys, embedded):
         ({"save_every": 7}, "save_every"),
         ({"system": {"name": "pendulum"}, "initial": {"random": {"count": 2}}}, "not defined"),
         ({"compensated": "yes"}, "compensated: must be true or false"),
+        # each grid point's system checks the states (a chain's lengths move its manifold)
+        (CHAIN, r"off the constraint manifold.*at the grid point \{'lengths': \[1.5, 1.0\]\}"),
     ],
 )
 def test_bad_experiments_name_the_key(change, needle):

@@ -45,6 +45,7 @@ import datetime
 import itertools
 import json
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -138,7 +139,19 @@ def load(source) -> Experiment:
         resources.require_fits(estimate, steps, save_every, None, parameter="save_every",
                                members="initial.random.count")  # fmt: skip
 
-    return dataclasses.replace(exp, initial=_initial(first, doc["initial"], fits))
+    initial = _initial(first, doc["initial"], fits)
+    if not (isinstance(doc["initial"], Mapping) and "random" in doc["initial"]):
+        # explicit states are every grid point's start: each point's system checks them
+        # (a constrained system's geometry moves its manifold), before any run
+        for point in _grid_points(exp)[1:]:
+            try:
+                _build(cls, exp, point).validate_state(initial, "initial")
+            except InputError as exc:
+                raise InputError(exc.parameter, f"{exc.problem}, at the grid point {point}",
+                                 "give states that every grid point's system takes (a "
+                                 "constrained system's lengths move its manifold: sweep "
+                                 "one geometry at a time)") from None  # fmt: skip
+    return dataclasses.replace(exp, initial=initial)
 
 
 def _compensated(value) -> bool | None:
