@@ -95,6 +95,7 @@ def test_bad_input_before_any_run(tmp_path, capsys):
         (dict(grid={"e": [0.1, 1.0]}), "grid"),
         (dict(grid={"a": [8.0, -3.0]}), "grid"),
         (dict(grid={"a": [8.0, 1e300]}), "grid"),
+        (dict(elements={**ELEMENTS, "a": np.ones((2, 2)) * [5.2, 9.5]}), "elements"),
         (dict(escape=-1.0), "escape"),
         (dict(max_batch=0), "max_batch"),
         (dict(h=0.0), "h"),
@@ -105,7 +106,8 @@ def test_bad_input_before_any_run(tmp_path, capsys):
         args: dict[str, Any] = dict(body=2, grid=grid, h=5.0, steps=10)
         args.update(change)
         with pytest.raises(InputError) as info:
-            stability_map(MASSES, ELEMENTS, args.pop("body"), args.pop("grid"), **args)
+            stability_map(MASSES, args.pop("elements", ELEMENTS), args.pop("body"),
+                          args.pop("grid"), **args)  # fmt: skip
         assert info.value.parameter.split("[")[0] == name, (change, info.value)
     bodies = tmp_path / "cartesian.json"
     bodies.write_text(

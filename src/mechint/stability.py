@@ -152,6 +152,9 @@ def stability_map(
                          "body)")  # fmt: skip
     axes = _grid(grid, elements)
     base = read_elements(elements, n - 1)
+    if any(v.ndim > 1 for v in base.values()):
+        raise InputError("elements", "a batch of systems: the grid makes the batch",
+                         f"one system's elements, ({n - 1},) each")  # fmt: skip
     shape = tuple(v.size for v in axes.values())
     points = int(np.prod(shape))
     resources.require_buffer("grid", points * 16.0, f"a grid of {points} points",

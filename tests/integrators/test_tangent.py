@@ -135,6 +135,8 @@ def test_bad_input_before_any_compile():
     for k in (0, -1, True, 1.5):
         with pytest.raises(InputError, match="vectors"):
             mi.integrators.Tangent(sv, vectors=cast(Any, k))
+    with pytest.raises(InputError, match="Tangent already"):
+        mi.integrators.Tangent(mi.integrators.Tangent(sv))
     with pytest.raises(InputError, match=r"vectors.*dimension 4"):
         mi.integrate(mi.systems.HenonHeiles(1.0), mi.integrators.Tangent(sv, vectors=5),
                      henon_heiles_start(0.3), H, 10)  # fmt: skip

@@ -364,6 +364,7 @@ def test_periapsis_passages_are_located_on_the_shown_states():
         (lambda: I.WisdomHolman(coordinates="heliocentric"), "coordinates"),
         (lambda: I.WisdomHolman(kernel="lazy", coordinates="whds"), "Jacobi"),
         (lambda: I.WisdomHolman(corrector=4), "corrector"),
+        (lambda: I.WisdomHolman(corrector=cast(Any, 3.0)), "corrector"),
         (lambda: I.WisdomHolman(corrector=11, coordinates="whds"), "WHDS"),
         (
             lambda: I.WisdomHolman(corrector2=True, coordinates="democratic-heliocentric"),

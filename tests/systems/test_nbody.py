@@ -213,6 +213,15 @@ def test_elements_at_their_corners_against_mpmath():
         (lambda: NBody.from_elements([1, 1e-3], {"a": [1.0], "M": [0.0], "x": [1]}), "unknown"),
         (lambda: NBody.from_elements([1, 1e-3], {"P": [1.0], "e": [1.5], "M": [0.0]}), "no period"),
         (lambda: NBody.from_elements([1, 1e-3], {"a": [1e300], "M": [0.0]}), "not finite"),
+        (
+            lambda: NBody.from_elements(
+                [1, 1e-3, 1e-3], {"a": np.ones((2, 2)), "e": np.zeros((3, 2)), "M": [0, 0]}
+            ),
+            "do not broadcast",
+        ),
+        (lambda: NBody([1, 1e-3]).to_elements((np.zeros((3, 3)), np.zeros((3, 3)))), "shape"),
+        (lambda: NBody([1, 1e-3]).to_elements(np.zeros((2, 3))), "pair"),
+        (lambda: NBody([1, 1e-3]).to_elements((np.zeros((2, 3)),) * 2), "same place"),
         (lambda: NBody.from_elements([1, 1e-3], {"a": [1e-300], "M": [0.0]}), "not finite"),
         (lambda: NBody.from_elements([1, 1e-3], {"a": [1.0, 2.0], "M": [0.0]}), "values"),
         (lambda: NBody.from_elements([1, 1e-3], {"a": [1.0], "M": [0.0]}, frame="x"), "frame"),

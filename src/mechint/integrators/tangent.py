@@ -101,6 +101,8 @@ class Tangent(Wrapper):
     def __post_init__(self):
         if not isinstance(self.base, Integrator):
             raise InputError("base", f"{self.base!r} is not a mechint integrator")
+        if isinstance(self.base, Tangent):
+            raise InputError("base", "is a Tangent already", "one Tangent with vectors=k")
         # 1 for the largest exponent and MEGNO, the state's dimension for the spectrum
         object.__setattr__(self, "vectors", _validate.count("vectors", self.vectors))
         object.__setattr__(self, "seed", _validate.count("seed", self.seed, minimum=0))

@@ -578,7 +578,8 @@ class WisdomHolman(_SplitMap, Integrator):
         if self.kernel not in KERNELS:
             raise InputError("kernel", f"unknown kernel {self.kernel!r}",
                              f"one of {', '.join(KERNELS)}")  # fmt: skip
-        if isinstance(self.corrector, bool) or self.corrector not in CORRECTORS:
+        if (isinstance(self.corrector, bool) or not isinstance(self.corrector, int | np.integer)
+                or self.corrector not in CORRECTORS):  # fmt: skip
             raise InputError("corrector", f"no symplectic corrector of order {self.corrector!r}",
                              "one of 0, 3, 5, 7, 11, 17")  # fmt: skip
         if not isinstance(self.corrector2, bool):

@@ -438,6 +438,8 @@ class NBody(Separable):
         """The osculating elements of bodies 1..N−1 of state ``x`` (the inverse of
         ``from_elements``): a, e, i, Omega, omega, M (radians), P (the period, NaN for
         an unbound orbit) and the μ used."""
+        if not traced(x):  # shapes, finite numbers, no two bodies at one place
+            x = self.validate_state(x, "x")[0]
         return elements_of(self.masses, self.G, tuple(jnp.asarray(a) for a in x), _frame(frame))
 
 

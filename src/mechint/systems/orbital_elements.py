@@ -198,7 +198,12 @@ def read_elements(elements: Mapping, count: int) -> dict:
         if not np.all(np.isfinite(a)):
             raise InputError(f"elements[{k!r}]", "holds a value that is not finite")
         out[k] = a
-    shape = np.broadcast_shapes(*(a.shape for a in out.values()))
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in out.values()))
+    except ValueError:
+        shapes = ", ".join(f"{k} {a.shape}" for k, a in out.items())
+        raise InputError("elements", f"shapes that do not broadcast together: {shapes}",
+                         f"({count},) each, or (B, {count}) for a batch") from None  # fmt: skip
     out = {k: np.broadcast_to(a, shape).astype(np.float64) for k, a in out.items()}
     if np.any(out["e"] < 0):
         raise InputError("elements['e']", "must be ≥ 0")
