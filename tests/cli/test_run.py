@@ -670,6 +670,9 @@ def test_a_planetary_preset_and_a_bodies_file_run_and_name_the_bodies(tmp_path, 
         (["--preset", "outer-solar-system", "--masses", "1,1"], "--masses"),
         (["--bodies", str(tmp_path / "bad.json")], "--bodies"),
         (["--bodies", str(tmp_path / "missing.json")], "--bodies"),
+        # a state's errors name the option that gave it
+        (["--masses", "1,1e-3", "--q0", "0,0,0;1,0,0", "--p0", "0,0,0;0,nan,0"], "--p0: all"),
+        (["--masses", "1,1e-3", "--q0", "0,0,0;0,0,0", "--p0", "0,0,0;0,1,0"], "--q0: bodies"),
     ]
     for extra, needle in cases:
         code, _, err = invoke(["run", "--system", "nbody", *extra, *common, "--out",

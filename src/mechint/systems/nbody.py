@@ -408,7 +408,11 @@ class NBody(Separable):
             p = np.asarray(p0, dtype=np.float64).reshape(self.n, 3)
         except ValueError:
             raise InputError("q0", f"expected {self.n} × 3 numbers", fix) from None
-        return self.validate_state((q, p))[0]
+        try:
+            return self.validate_state((q, p))[0]
+        except InputError as exc:  # named as the options: x0[1] (p) is --p0
+            option = "p0" if exc.parameter.startswith("x0[1]") else "q0"
+            raise InputError(option, exc.problem, exc.fix) from None
 
     # --- elements -------------------------------------------------------------------
     @staticmethod
