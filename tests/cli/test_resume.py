@@ -215,6 +215,10 @@ def test_a_resumed_run_that_fails_numbers_its_failure_from_the_start(tmp_path, c
     whole = _open(tmp_path / "g.nc")
     for k in whole.variables:
         assert np.array_equal(whole[k].values, ds[k].values), k
+    # the failed run's file is kept, named as failed (not "continue it with --resume")
+    code, _, err = invoke([*argv[:-1], str(tmp_path / "g.nc")], capsys)
+    assert code == 2 and "holds a run that failed at step 58 (of 100)" in err, err
+    assert "--resume" not in err and _open(tmp_path / "g.nc").equals(whole)
 
 
 def test_a_compensated_run_resumes_bit_for_bit(tmp_path, capsys):

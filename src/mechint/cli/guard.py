@@ -81,6 +81,11 @@ def keep_unfinished(out: Path) -> None:
                          "does not write", "replace the file with --overwrite")  # fmt: skip
     if complete == 0 and attrs is not None and not _flag(attrs.get("stopped", 0)):
         steps = (_flag(attrs.get(k)) for k in ("steps", "steps_requested"))
+        failed = _failed_step(out)
+        if failed is not None:  # (--resume would refuse it: it would fail again)
+            raise InputError("--out", f"{str(out)!r} holds a run that failed at step {failed} "
+                             f"(of {_flag(attrs.get('steps_requested'))})",
+                             "replace it with --overwrite, or choose another --out")  # fmt: skip
         raise InputError("--out", f"{str(out)!r} holds an unfinished run ({next(steps)} "
                          f"of {next(steps)} steps)", "continue it with "
                          "--resume, or replace it with --overwrite")  # fmt: skip
@@ -89,6 +94,26 @@ def keep_unfinished(out: Path) -> None:
         raise InputError("--out", f"{str(folder)!r} holds the samples of an unfinished run "
                          f"that {str(out)!r} does not", "move them away, or replace them "
                          "with --overwrite")  # fmt: skip
+
+
+def _failed_step(out: Path) -> int | None:
+    """The first failed step a run's file records (its ``failed_step``), or None: none,
+    or not a variable mechint writes (never an exception: a crafted file is refused
+    elsewhere)."""
+    try:
+        import h5py
+
+        with h5py.File(out, "r") as fh:
+            var = fh.get("failed_step")
+            if not isinstance(var, h5py.Dataset) or (var.size or 0) > 1 << 20:
+                return None
+            if var.dtype.kind not in "iu":
+                return None
+            steps = np.asarray(var[()]).ravel()
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    failed = steps[steps >= 0]
+    return int(failed.min()) if failed.size else None
 
 
 def _flag(value) -> int | None:
