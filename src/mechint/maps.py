@@ -318,8 +318,8 @@ class Integrator(abc.ABC):
     # (``events.stand_in``; a select over the state a step).
     batch_branches: ClassVar[bool] = False
     # The same of the step's derivative (read by ``integrators.Tangent``, whose step
-    # carries it): the Wisdom–Holman maps' Kepler drift's tangent takes the general
-    # solve's Jacobians, dearer than its values, where any member needs them.
+    # carries it): the Wisdom–Holman maps' Kepler drift gathers the few entries that need
+    # its general solve, but its tangent takes that solve for the whole batch.
     tangent_batch_branches: ClassVar[bool] = False
 
     def derived_traits(self) -> Traits:

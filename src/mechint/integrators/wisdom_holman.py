@@ -444,12 +444,10 @@ class _SplitMap:
 
     own_coordinates: ClassVar[bool] = True
     # a batch's drift gathers the few entries whose arcs need the general Kepler solve,
-    # and its tangent takes that solve's Jacobians on them (``exact.two_body``), at 8
-    # forward passes each: a tangent run's frozen members step from a live one's state,
-    # so that an escaped member's long arcs add no Jacobians (200 Sun-Jupiter-Saturn
-    # systems, 79 escaped, 15000 steps: 4.9 s, 5.7 s without; a select over the state a
-    # step costs the plain map's batch 10 %: 1.9e7 against 1.8e7 body-steps/s, 10^4 outer
-    # solar systems; the 2-core CPU, 2026-12-07)
+    # its tangent takes that solve for every member (``exact.two_body``): a tangent run's
+    # frozen members step from a live one's state (a select over the state a step costs
+    # the plain map's batch 10 %: 1.9e7 against 1.8e7 body-steps/s, 10^4 outer solar
+    # systems, 2026-12-07)
     tangent_batch_branches: ClassVar[bool] = True
 
     def kernel_ops(self) -> list:
