@@ -144,8 +144,9 @@ def load(source) -> Experiment:
         # explicit states are every grid point's start: each point's system checks them
         # (a constrained system's geometry moves its manifold), before any run
         for point in _grid_points(exp)[1:]:
+            system = _build(cls, exp, point)
             try:
-                _build(cls, exp, point).validate_state(initial, "initial")
+                system.validate_state(initial, "initial")
             except InputError as exc:
                 raise InputError(exc.parameter, f"{exc.problem}, at the grid point {point}",
                                  "give states that every grid point's system takes (a "

@@ -178,6 +178,13 @@ def test_elements_at_their_corners_against_mpmath():
         back = system.to_elements((np.array([[0.0] * 3, r]), np.array([[0.0] * 3, v])),
                                   "heliocentric")  # fmt: skip
         assert abs(float(back["i"][0]) - inc) <= 1e-14 * inc, (inc, back["i"])
+    # a planar orbit's M has a finite gradient (Ω's branch for an inclined orbit is not
+    # taken, and sends no NaN); states of any leading axes, in their own dtype
+    q, p = jnp.array([[0.0, 0, 0], [1.0, 0.1, 0]]), jnp.array([[0.0, 0, 0], [-0.1, 1.1, 0]])
+    grad = jax.grad(lambda q: system.to_elements((q, p), "heliocentric")["M"][0])(q)
+    assert np.all(np.isfinite(np.asarray(grad))) and np.any(np.asarray(grad) != 0)
+    many = tuple(np.tile(np.asarray(a, np.float32), (4, 3, 1, 1)) for a in (q, p))
+    assert system.to_elements(many)["a"].dtype == np.float32
     for r, v in (([1.0, 0, 0], [0, 1.0, 0]), ([0, -1.0, 0], [-1.0, 0, 0]),
                  ([-0.6, 0.8, 0], [-0.8, -0.6, 0])):  # fmt: skip
         x = (np.array([[0.0] * 3, r]), np.array([[0.0] * 3, v]))

@@ -442,8 +442,15 @@ class NBody(Separable):
         """The osculating elements of bodies 1..N−1 of state ``x`` (the inverse of
         ``from_elements``): a, e, i, Omega, omega, M (radians), P (the period, NaN for
         an unbound orbit) and the μ used."""
-        if not traced(x):  # shapes, finite numbers, no two bodies at one place
-            x = self.validate_state(x, "x")[0]
+        if not traced(x):  # shapes, finite numbers, no two bodies at one place (of every
+            # state of any leading axes: a batch's trajectory), the arrays passed as given
+            if not (isinstance(x, tuple | list) and len(x) == 2):
+                raise InputError("x", f"expected a pair (q, p), got {type(x).__name__}")
+            flat = tuple(np.reshape(np.asarray(a), (-1, *np.shape(a)[-2:])) for a in x)
+            if np.shape(x[0])[-2:] == (self.n, 3):
+                self.validate_state(flat, "x")
+            else:
+                self.validate_state(x, "x")
         return elements_of(self.masses, self.G, tuple(jnp.asarray(a) for a in x), _frame(frame))
 
 

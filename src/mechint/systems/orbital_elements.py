@@ -254,11 +254,14 @@ def elements_of(masses, G, x, frame: str) -> dict:
     evec = ((v2 - mu / rn)[..., None] * r - rv[..., None] * v) / mu[..., None]
     e = jnp.sqrt(jnp.sum(evec * evec, axis=-1))
     a = 1.0 / (2.0 / rn - v2 / mu)
-    hxy = jnp.sqrt(h[..., 0] * h[..., 0] + h[..., 1] * h[..., 1])
+    # (each branch on values valid in it: the other's NaN would reach a gradient)
+    s2 = h[..., 0] * h[..., 0] + h[..., 1] * h[..., 1]
+    flat = s2 == 0
+    hxy = jnp.where(flat, 0.0, jnp.sqrt(jnp.where(flat, 1.0, s2)))
     inc = jnp.arctan2(hxy, h[..., 2])  # (not arccos: i of 1e-8 is not 0)
     # the ascending node; on an equatorial orbit (none) Ω = 0, the node along x
-    flat = hxy == 0
-    Omega = jnp.where(flat, 0.0, jnp.arctan2(h[..., 0], -h[..., 1]))
+    Omega = jnp.where(flat, 0.0, jnp.arctan2(jnp.where(flat, 0.0, h[..., 0]),
+                                             jnp.where(flat, 1.0, -h[..., 1])))  # fmt: skip
     node = jnp.stack([jnp.cos(Omega), jnp.sin(Omega), jnp.zeros_like(Omega)], axis=-1)
     hz = h / hn[..., None]
     # periapsis; on a circular orbit (none) ω = 0, periapsis at the node: ν is then the
