@@ -337,28 +337,20 @@ def impulse_scale(system: RigidBodies, pos, R, K, h):
     return size / (jnp.abs(h) * jnp.maximum(jnp.max(jnp.abs(WK)), jnp.finfo(R.dtype).tiny))
 
 
-def projected_checked(system: RigidBodies, state):
+def projected_checked(system: RigidBodies, state, reach: bool = True):
     """``projected`` as NumPy arrays, refused (``InputError`` naming ``joints``) where it
-    does not end on the joints' manifold: joints no state meets (a closed loop too short
-    to close), or redundant ones (K M⁻¹ Kᵀ singular: NaN)."""
-    return _refused(system, jax.tree.map(np.asarray, projected(system, state)), True)
-
-
-def towards(system: RigidBodies, state):
-    """``projected`` as NumPy arrays, not required to reach the manifold from a state far
-    from it (``RigidBodies.example_state``: a generic state near the joints), refused
-    only where it is not finite (redundant joints: K M⁻¹ Kᵀ singular)."""
-    return _refused(system, jax.tree.map(np.asarray, projected(system, state)), False)
-
-
-def _refused(system: RigidBodies, out, on_manifold: bool):
+    is not finite (redundant joints: K M⁻¹ Kᵀ singular) or, with ``reach``, does not end
+    on the joints' manifold (joints no state meets: a closed loop too short to close).
+    Without ``reach``, a state far from the joints is moved towards them
+    (``RigidBodies.example_state``: a generic state near the joints)."""
+    out = jax.tree.map(np.asarray, projected(system, state))
     fix = ("joints that some placement of the bodies meets, none of them redundant (a loop "
            "long enough to close, each pair of sites joined once)")  # fmt: skip
     if not all(np.all(np.isfinite(a)) for a in jax.tree.leaves(out)):
         raise InputError("joints", "cannot be met: projected onto them, a state is not "
                          "finite (redundant joints, or a loop that cannot close)",
                          fix)  # fmt: skip
-    if on_manifold:
+    if reach:
         try:
             check_state(system, out, "joints")
         except InputError as exc:

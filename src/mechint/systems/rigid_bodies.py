@@ -568,7 +568,7 @@ class RigidBodies(PoissonSystem, NaturalSplit, PrincipalRotations, BodiesInPoten
         """Bodies on a cubic lattice of spacing 3 (seeded random momenta, attitudes and
         spins of moderate size), moved towards the joints where there are joints."""
         state = rigid_inputs.example_state(self)
-        return jointing.towards(self, state) if self.joints else state
+        return jointing.projected_checked(self, state, reach=False) if self.joints else state
 
     def state_from_options(self, given: dict, frame=None) -> Any:
         """(x, p, R, Π) from --x0, --p0 (default 0), --R0 and --Pi0
