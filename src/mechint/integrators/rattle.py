@@ -40,7 +40,6 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar, final
 
-import jax
 import jax.numpy as jnp
 
 from mechint.maps import (
@@ -59,10 +58,9 @@ from mechint.systems.constrained import Constrained, manifold_tolerance
 
 
 def _position_residual(c, args):
-    """g(q̃ − (W Gᵀ)ᵀ c) / s: the position constraints at the new q for c = (h²/2) λ, each
-    over the size s of its terms (so that each is judged at its own rounding)."""
-    system, q_tilde, WG, s = args
-    return system.constraints(q_tilde - WG.T @ c) / s
+    """g(q̃ − (W Gᵀ)ᵀ c): the position constraints at the new q for c = (h²/2) λ."""
+    system, q_tilde, WG = args
+    return system.constraints(q_tilde - WG.T @ c)
 
 
 def _shake(solver: Newton, system: Constrained, q, p, h):
@@ -75,16 +73,8 @@ def _shake(solver: Newton, system: Constrained, q, p, h):
     # the multipliers that would move q by its own size: Newton's update is judged
     # against them where c itself is small (a constraint that hardly pulls)
     scale = jnp.max(jnp.abs(q)) / jnp.maximum(jnp.max(jnp.abs(WG)), jnp.finfo(q.dtype).tiny)
-    # Each constraint over the size of its terms Σ_j |G_ij| |q_j|; the solve is also done
-    # where every one is met to a few ulps of it: where the masses or lengths differ by
-    # orders, the update of the heavy or long one's multiplier cannot reach rtol of the
-    # largest (its rounding through G W Gᵀ), though the constraints are met to round-off
-    size = jax.lax.stop_gradient(jnp.abs(G) @ jnp.abs(q))
-    size = jnp.where(size > 0, size, 1.0)
-    floor = 4 * jnp.finfo(q.dtype).eps
     c0 = jnp.zeros(system.m, q.dtype)
-    c, st = solver.solve(_position_residual, c0, (system, q_tilde, WG, size), scale=scale,
-                         residual_floor=floor)  # fmt: skip
+    c, st = solver.solve(_position_residual, c0, (system, q_tilde, WG), scale=scale)
     q1 = q_tilde - WG.T @ c
     p_half = p_tilde - G.T @ (c / h)
     p1 = p_half - (0.5 * h) * base.potential_gradient(q1)
