@@ -158,6 +158,10 @@ def test_cli_sweep_writes_the_dataset(tmp_path, capsys, embedded):
         assert np.array_equal(ds["m"].values, embedded["m"].values)
 
 
+# a parameter both fixed and on the grid (the grid's values would replace the fixed one)
+FIXED_AND_GRID = {"system": {"name": "euler-top", "inertia": [2, 1, 0.6667],
+                             "grid": {"inertia": [[3, 2, 1]]}}}  # fmt: skip
+
 # a double pendulum's state on the manifold of its first grid point's lengths only
 CHAIN = {"system": {"name": "pendulum-chain", "masses": [1.0, 1.0], "gravity": 9.81, "dim": 2,
                     "grid": {"lengths": [[1.0, 1.0], [1.5, 1.0]]}},
@@ -178,6 +182,7 @@ CHAIN = {"system": {"name": "pendulum-chain", "masses": [1.0, 1.0], "gravity": 9
         ({"save_every": 7}, "save_every"),
         ({"system": {"name": "pendulum"}, "initial": {"random": {"count": 2}}}, "not defined"),
         ({"compensated": "yes"}, "compensated: must be true or false"),
+        (FIXED_AND_GRID, r"system.grid.inertia: is also fixed"),
         # each grid point's system checks the states (a chain's lengths move its manifold)
         (CHAIN, r"off the constraint manifold.*at the grid point \{'lengths': \[1.5, 1.0\]\}"),
     ],

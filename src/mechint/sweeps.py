@@ -113,6 +113,9 @@ def load(source) -> Experiment:
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
             raise InputError(f"system.grid.{key}", "must be a non-empty list of values")
+        if key in spec:  # the grid's value would silently replace the fixed one
+            raise InputError(f"system.grid.{key}", f"is also fixed (system.{key} = "
+                             f"{spec[key]!r})", "give it either a value or a grid")  # fmt: skip
     for key in ("integrators", "h"):
         if isinstance(doc[key], list) and not doc[key]:
             raise InputError(key, "is an empty list", "give at least one value")

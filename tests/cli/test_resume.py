@@ -219,6 +219,11 @@ def test_a_resumed_run_that_fails_numbers_its_failure_from_the_start(tmp_path, c
     code, _, err = invoke([*argv[:-1], str(tmp_path / "g.nc")], capsys)
     assert code == 2 and "holds a run that failed at step 58 (of 100)" in err, err
     assert "--resume" not in err and _open(tmp_path / "g.nc").equals(whole)
+    # a CSV run's too (its failure record is in the sidecar)
+    for _ in range(2):
+        code, _, err = invoke([*argv[:-1], str(tmp_path / "g.csv")], capsys)
+    assert code == 2 and "holds a run that failed at step 58 (of 100)" in err, err
+    assert "--resume" not in err
 
 
 def test_a_compensated_run_resumes_bit_for_bit(tmp_path, capsys):

@@ -220,3 +220,26 @@ def test_refused_by_the_maps_that_do_not_know_constraints(double):
     assert isinstance(composition, mi.integrators.Composition) and composition.base == R
     with pytest.raises(UnsupportedError, match="Constrained"):
         mi.simulate(mi.systems.Kepler(), R, mi.systems.Kepler().periapsis_state(0.3), 0.1, 1)
+
+
+def test_masses_and_lengths_orders_apart_run_at_round_off():
+    """Masses 100 and 0.01, or rods of 1 and 10⁻³: the small multiplier's update is the
+    rounding of the large one's and never reaches rtol of it, so the position solve is
+    also done where its updates stop shrinking with every constraint met to a few ulps
+    of its terms. RATTLE and SHAKE run 2000 steps of both (they failed at the first
+    steps without it), the constraints at round-off and RATTLE's energy error O(h²)
+    (quartered at h/2)."""
+    # (the short rod swings at about 140 rad/s: its steps 10x shorter, for O(h²) to show)
+    for masses, lengths, step in (([100.0, 0.01], [1.0, 1.0], 1e-3),
+                                  ([1.0, 1.0], [1.0, 1e-3], 1e-4)):  # fmt: skip
+        system = mi.systems.PendulumChain(masses=masses, lengths=lengths, gravity=9.81, dim=2)
+        x0 = mi.systems.hanging_state(system, angles=[1.0, 2.0], rates=[0.0, 1.0])
+        drift = []
+        for integrator, h in ((R, step), (mi.integrators.Shake(), step), (R, step / 2)):
+            n = round(2000 * step / h)  # 2000 steps of ``step``, sampled every 100
+            run = mi.simulate(system, integrator, x0, h, n, n // 20)
+            g = np.asarray(run.invariants()["constraints"])
+            assert np.max(np.abs(g)) < 1e-15 * max(lengths) ** 2, (masses, lengths, g)
+            H = np.asarray(run.invariants()["H"])
+            drift.append(np.max(np.abs(H - H[0])))
+        assert 3.5 < drift[0] / drift[2] < 4.5, (masses, lengths, drift)

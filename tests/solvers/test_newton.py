@@ -40,6 +40,38 @@ def test_newton_reports_failure_instead_of_a_wrong_answer():
     assert not bool(status.converged)
 
 
+def test_rounding_ends_a_stalled_solve_and_changes_no_other():
+    """A residual whose terms are 10⁶ and its root about 0.3: its rounding (an ulp of
+    10⁶, 1.2e-10) moves the updates by 10⁻¹⁰, never within rtol of ‖z‖, so without
+    ``rounding`` the solve runs out of iterations at a residual of an ulp; with it, it is
+    done once the updates stop shrinking with every |G_i| under its rounding, at the
+    root the same equations have without the large terms. A residual above the rounding
+    still fails, and on a well-scaled root the iterate and count are those without it."""
+
+    def residual(z, big):
+        return jnp.stack([(big + z[0] + 0.5 * z[1]) - big - 1 / 3,
+                          (big - z[1] + 0.3 * z[0] + 1e-3 * z[0] ** 2) - big - 1 / 7])  # fmt: skip
+
+    z0, big = jnp.zeros(2), 1e6
+    exact, _ = mi.solvers.Newton().solve(residual, z0, 0.0)
+    _, plain = mi.solvers.Newton().solve(residual, z0, big)
+    assert not bool(plain.converged) and float(plain.residual) < 2e-10  # the false failure
+    rounding = 4 * np.finfo(float).eps * big
+    z, status = mi.solvers.Newton().solve(residual, z0, big, rounding=rounding)
+    assert bool(status.converged) and int(status.iterations) <= 6
+    assert np.max(np.abs(np.asarray(z) - np.asarray(exact))) < 4 * np.finfo(float).eps * big
+    _, capped = mi.solvers.Newton(max_iter=3).solve(residual, z0, big, rounding=rounding)
+    assert not bool(capped.converged)  # the updates still shrinking at the cap
+
+    def circle(z, r2):
+        return jnp.stack([z[0] ** 2 + z[1] ** 2 - r2, z[0] - z[1]])
+
+    ref = mi.solvers.Newton().solve(circle, jnp.array([1.0, 0.5]), 4.0)
+    got = mi.solvers.Newton().solve(circle, jnp.array([1.0, 0.5]), 4.0, rounding=1e-15)
+    assert np.array_equal(np.asarray(ref[0]), np.asarray(got[0]))
+    assert int(ref[1].iterations) == int(got[1].iterations)
+
+
 def test_the_root_is_differentiated_by_the_implicit_function_theorem():
     """z(a, b) with z³ + b z − a = 0: dz/da = 1/(3z² + b), dz/db = −z/(3z² + b), in
     reverse and forward mode, from a guess that does not depend on (a, b); second

@@ -67,6 +67,25 @@ def test_a_state_off_the_manifold_is_refused_with_its_residuals():
         mi.simulate(system, R, bad, 0.01, 1)
 
 
+def test_a_start_where_the_constraints_lose_rank_is_refused():
+    """On the cone q₀² + q₁² − q₂² = 0 (full rank away from its vertex), a state at the
+    vertex is on the manifold with G = 0 there: refused naming x0 (RATTLE's first step
+    would fail on a singular G W Gᵀ); a batch names the member. Constraints of scales
+    orders apart (gradients of 10⁻⁵ and 10³) are not taken for rank-deficient."""
+    cone = mi.systems.Constrained(_free(), lambda q: (q[0] ** 2 + q[1] ** 2 - q[2] ** 2)[None])
+    vertex = (np.zeros(3), np.array([1.0, 0.0, 1.0]))
+    with pytest.raises(InputError, match=r"x0: is at a singular point .* rank 0 < m = 1"):
+        mi.simulate(cone, R, vertex, 0.01, 1)
+    ok = (np.array([0.6, 0.8, 1.0]), np.array([0.8, -0.6, 0.0]))
+    with pytest.raises(InputError, match=r"singular point of the constraints \(member 1\)"):
+        cone.validate_state(tuple(np.stack(pair) for pair in zip(ok, vertex, strict=True)))
+    scaled = mi.systems.Constrained(
+        _free(), lambda q: jnp.stack([1e-5 * (q[0] - 0.1), 1e3 * (q[1] ** 2 + q[2] ** 2 - 1.0)])
+    )
+    start = (np.array([0.1, 0.6, 0.8]), np.array([0.0, 0.8, -0.6]))
+    assert scaled.validate_state(start)[1] is False
+
+
 def _raises(match, *args, **kwargs):
     with pytest.raises(InputError, match=match):
         mi.systems.Constrained(*args, **kwargs)

@@ -81,7 +81,7 @@ def keep_unfinished(out: Path) -> None:
                          "does not write", "replace the file with --overwrite")  # fmt: skip
     if complete == 0 and attrs is not None and not _flag(attrs.get("stopped", 0)):
         steps = (_flag(attrs.get(k)) for k in ("steps", "steps_requested"))
-        failed = _failed_step(out)
+        failed = _failed_step(out, attrs)
         if failed is not None:  # (--resume would refuse it: it would fail again)
             raise InputError("--out", f"{str(out)!r} holds a run that failed at step {failed} "
                              f"(of {_flag(attrs.get('steps_requested'))})",
@@ -96,20 +96,24 @@ def keep_unfinished(out: Path) -> None:
                          "with --overwrite")  # fmt: skip
 
 
-def _failed_step(out: Path) -> int | None:
-    """The first failed step a run's file records (its ``failed_step``), or None: none,
-    or not a variable mechint writes (never an exception: a crafted file is refused
-    elsewhere)."""
+def _failed_step(out: Path, attrs: dict) -> int | None:
+    """The first failed step a run's file records (its ``failed_step``: a NetCDF
+    variable, or the CSV sidecar's entry in ``attrs``), or None: none, or not what
+    mechint writes (never an exception: a crafted file is refused elsewhere)."""
     try:
-        import h5py
+        if out.suffix.lower() != ".nc":
+            steps = np.asarray(attrs.get("failed_step", []))
+        else:
+            import h5py
 
-        with h5py.File(out, "r") as fh:
-            var = fh.get("failed_step")
-            if not isinstance(var, h5py.Dataset) or (var.size or 0) > 1 << 20:
-                return None
-            if var.dtype.kind not in "iu":
-                return None
-            steps = np.asarray(var[()]).ravel()
+            with h5py.File(out, "r") as fh:
+                var = fh.get("failed_step")
+                if not isinstance(var, h5py.Dataset) or (var.size or 0) > 1 << 20:
+                    return None
+                steps = np.asarray(var[()])
+        if steps.dtype.kind not in "iu":
+            return None
+        steps = steps.ravel()
     except (OSError, ValueError, TypeError, KeyError):
         return None
     failed = steps[steps >= 0]

@@ -56,6 +56,10 @@ from mechint.maps import (
 from mechint.solvers import Newton
 from mechint.systems.constrained import Constrained, manifold_tolerance
 
+# the residual's rounding, in ulps of the size of its terms, below which a solve whose
+# updates have stopped shrinking is done
+_ROUNDING_ULPS = 64.0
+
 
 def _position_residual(c, args):
     """g(q̃ − (W Gᵀ)ᵀ c): the position constraints at the new q for c = (h²/2) λ."""
@@ -73,8 +77,14 @@ def _shake(solver: Newton, system: Constrained, q, p, h):
     # the multipliers that would move q by its own size: Newton's update is judged
     # against them where c itself is small (a constraint that hardly pulls)
     scale = jnp.max(jnp.abs(q)) / jnp.maximum(jnp.max(jnp.abs(WG)), jnp.finfo(q.dtype).tiny)
+    # where the masses or lengths differ by orders, the small multipliers' updates are
+    # the rounding of the large ones and never reach rtol of them: the solve is also done
+    # where the updates stop shrinking with every constraint met to a few ulps of its
+    # terms Σ_j |G_ij| |q̃_j| (the rounding of g itself)
+    rounding = _ROUNDING_ULPS * jnp.finfo(q.dtype).eps * (jnp.abs(G) @ jnp.abs(q_tilde))
     c0 = jnp.zeros(system.m, q.dtype)
-    c, st = solver.solve(_position_residual, c0, (system, q_tilde, WG), scale=scale)
+    c, st = solver.solve(_position_residual, c0, (system, q_tilde, WG), scale=scale,
+                         rounding=rounding)  # fmt: skip
     q1 = q_tilde - WG.T @ c
     p_half = p_tilde - G.T @ (c / h)
     p1 = p_half - (0.5 * h) * base.potential_gradient(q1)

@@ -71,6 +71,7 @@ class Newton:
         scale=None,
         simplified: Callable | None = None,
         residual_floor=None,
+        rounding=None,
     ) -> tuple[object, NewtonStatus]:
         """Solve ``residual(z, args) = 0`` from ``z0``; returns (z, NewtonStatus).
 
@@ -108,7 +109,14 @@ class Newton:
         ``residual_floor`` (a scalar, may depend on ``args``): the iteration is also done
         where max |G(z)| is at most this (the residual's own rounding, for unknowns whose
         updates cannot reach rtol of their size: the rounding of G divided by a small
-        singular value of its Jacobian).
+        singular value of its Jacobian).  ``rounding`` (a scalar, or an array of the
+        residual's shape; may depend on ``args``): the iteration is also done where
+        every |G_i(z)| is at most rounding_i and the update has stopped shrinking
+        (‖Δz_k‖∞ > ‖Δz_{k−1}‖∞ / 2, where Newton's updates would fall quadratically):
+        the iterate is then at the residual's rounding, for unknowns of sizes orders
+        apart (multipliers of heavy and light masses, of long and short rods) whose
+        small updates are the rounding of the large ones.  Where the update test is
+        met first, it stops as without ``rounding``, at the same iterate.
         """
         if retract is None:
             retract = _add
@@ -138,7 +146,7 @@ class Newton:
         def iterate(z0, args, bounds):
             """The iterations from z0: (z, (iterations, done, ok)).  The primal of the
             root's custom derivative (``_root``): never differentiated."""
-            floor, g_floor = bounds
+            floor, g_floor, g_round = bounds
             zero = jnp.zeros(*space)
 
             def local(d, z):
@@ -160,21 +168,27 @@ class Newton:
                     return written(z, args), G(z, args)
 
             def cond(state):
-                _, i, done, ok = state
+                _, i, done, ok = state[:4]
                 return (i < max_iter) & ~done & ok
 
             def body(state):
-                z, i, _, _ = state
+                z, i = state[:2]
                 J, g = jac(zero, z)
                 d = solve(J, -g, pivot=pivot)
                 z = retract(z, unravel_t(d))
-                done = jnp.max(jnp.abs(d)) <= rtol * jnp.maximum(size(z), floor) + atol
+                step = jnp.max(jnp.abs(d))
+                done = step <= rtol * jnp.maximum(size(z), floor) + atol
                 if residual_floor is not None:
                     done = done | (jnp.max(jnp.abs(g)) <= g_floor)
-                return z, i + 1, done, finite(z)
+                if rounding is None:
+                    return z, i + 1, done, finite(z)
+                stalled = (2.0 * step > state[4]) & jnp.all(jnp.abs(g) <= g_round)
+                return z, i + 1, done | stalled, finite(z), step
 
             init = (z0, jnp.asarray(0), jnp.asarray(False), finite(z0))
-            z, iterations, done, ok = jax.lax.while_loop(cond, body, init)
+            if rounding is not None:
+                init += (jnp.asarray(jnp.inf, space[1]),)
+            z, iterations, done, ok = jax.lax.while_loop(cond, body, init)[:4]
             return z, (iterations, done, ok)
 
         def bound(value):
@@ -183,7 +197,8 @@ class Newton:
         # the root as a function of ``args`` (its derivatives from the implicit function
         # theorem, never from the iterations: see the module docstring); z0 and the
         # bounds carry no derivative
-        bounds = jax.lax.stop_gradient((bound(scale), bound(residual_floor)))
+        g_round = None if rounding is None else jnp.asarray(rounding, space[1])
+        bounds = jax.lax.stop_gradient((bound(scale), bound(residual_floor), g_round))
         z, (iterations, done, ok) = _root(G, chart, jacobian, space, iterate,
                                          jax.lax.stop_gradient(z0), args, bounds)  # fmt: skip
         res = jnp.max(jnp.abs(G(jax.lax.stop_gradient(z), jax.lax.stop_gradient(args))))

@@ -91,6 +91,9 @@ class Constrained(PoissonSystem):
     }
     # a run's files hold the multipliers at every sample, along this dimension
     multiplier_dims: ClassVar[tuple[str, ...]] = ("constraint",)
+    # True where G has full rank at every point of the manifold (a chain of rods, rigid
+    # molecules): a start's rank is then not checked (``validate_state``)
+    full_rank: ClassVar[bool] = False
 
     def __init__(self, system, constraints, params=None, momenta=None):
         if not isinstance(system, Separable) or getattr(system, "time_dependent", False):
@@ -292,10 +295,12 @@ class Constrained(PoissonSystem):
         given = np.result_type(np.asarray(x[0]), np.asarray(x[1]))
         tol = manifold_tolerance(given if np.issubdtype(given, np.floating) else np.float64)
         g, g_dot = (np.asarray(a) for a in _residuals(self, (q, p)))
-        sg, sv = (np.asarray(a) for a in _scales(self, (q, p)))
+        scales, G = _scales(self, (q, p))
+        sg, sv = np.asarray(scales[0]), np.asarray(scales[1])
+        G = None if G is None else np.asarray(G)
         bad_g = np.abs(g) > tol * np.maximum(sg, 1e-300)
         bad_v = (np.abs(g_dot) > tol * np.maximum(sv, 1e-300)) & momenta
-        if not np.all(np.isfinite(g)) or not np.all(np.isfinite(g_dot)):
+        if not all(np.all(np.isfinite(a)) for a in (g, g_dot, G) if a is not None):
             raise InputError(
                 "constraints",
                 f"are not finite at {name}",
@@ -312,6 +317,8 @@ class Constrained(PoissonSystem):
                 f"max |G(q) dT/dp| = {np.max(np.abs(g_dot)):.3g}",
                 f"project it onto the manifold first: system.project({name}) (the CLI: --project)",
             )
+        if not self.full_rank:
+            _check_rank_at(self, G, name, batched)
         return (q, p), batched
 
     def state_from_options(self, given: dict, frame=None):
@@ -421,6 +428,11 @@ def _check_kinetic(system: Constrained) -> None:
         )
 
 
+# G counts as rank-deficient where its smallest singular value, rows taken at unit
+# length, is below this (``_check_rank`` judges G on the manifold against its generic size)
+_RANK_RTOL = 1e-8
+
+
 @jax.jit
 def _jacobian(system: Constrained, q):
     return system.constraints(q), system.constraint_jacobian(q)
@@ -455,12 +467,34 @@ def _check_rank(system: Constrained) -> None:
             "check that G = dg/dq has full rank on the manifold (a squared constraint has not)",
         ) from None
     G = np.asarray(_jacobian(system, jnp.asarray(q))[1])
-    rank = int(np.linalg.matrix_rank(G, tol=1e-8 * np.linalg.norm(generic, 2)))
+    rank = int(np.linalg.matrix_rank(G, tol=_RANK_RTOL * np.linalg.norm(generic, 2)))
     if rank < system.m:
         raise InputError(
             "constraints",
             f"G = dg/dq has rank {rank} < m = {system.m} on the manifold g(q) = 0",
             "write each constraint so that its gradient does not vanish where it holds",
+        )
+
+
+def _check_rank_at(system: Constrained, G, name: str, batched: bool) -> None:
+    """InputError naming ``name`` where G = dg/dq (of each member) has rank < m: a
+    singular point of the constraints (two rods aligned in a closed loop, the vertex of
+    a cone), where the multipliers are not determined and the first step would fail."""
+    G = G.reshape(-1, system.m, system.dof)
+    # each row over its length: the rank of the gradients' directions, whatever the
+    # constraints' scales (rods of 10⁻⁵ and 10³ are independent)
+    norms = np.linalg.norm(G, axis=-1, keepdims=True)
+    s = np.linalg.svd(G / np.where(norms > 0, norms, 1.0), compute_uv=False)  # descending
+    low = s[:, -1] <= _RANK_RTOL
+    if low.any():
+        member = int(np.flatnonzero(low)[0])
+        where = f" (member {member})" if batched else ""
+        rank = int(np.sum(s[member] > _RANK_RTOL))
+        raise InputError(
+            name,
+            f"is at a singular point of the constraints{where}: G = dg/dq has rank "
+            f"{rank} < m = {system.m} there",
+            "start away from it: the constraint forces are not determined where G loses rank",
         )
 
 
@@ -535,7 +569,12 @@ def _residuals(system, x):
 
 @jax.jit
 def _scales(system, x):
-    return system.residual_scales(x)
+    """The residuals' scales and, unless the system is ``full_rank``, G at each q (one
+    program for ``validate_state``)."""
+    if system.full_rank:
+        return system.residual_scales(x), None
+    G = jnp.vectorize(system.constraint_jacobian, signature="(d)->(m,d)")(x[0])
+    return system.residual_scales(x), G
 
 
 @jax.jit

@@ -98,6 +98,7 @@ class PendulumChain(Constrained):
     dim: int = 3
 
     name: ClassVar[str] = "pendulum-chain"
+    full_rank: ClassVar[bool] = True  # rod i's row is the first to reach bob i
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
         Parameter("masses", "the bobs' masses m_i > 0, one per rod (default 1)"),
         Parameter("lengths", "the rods' lengths l_i > 0 (default 1 each)"),

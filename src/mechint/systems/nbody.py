@@ -441,7 +441,12 @@ class NBody(Separable):
     def to_elements(self, x, frame: str = "jacobi") -> dict:
         """The osculating elements of bodies 1..N−1 of state ``x`` (the inverse of
         ``from_elements``): a, e, i, Omega, omega, M (radians), P (the period, NaN for
-        an unbound orbit) and the μ used."""
+        an unbound orbit) and the μ used.  On an equatorial orbit (i = 0) Omega = 0, on
+        a circular one (e = 0) omega = 0 and M is the angle from the node: the angles
+        the state leaves undefined are set, and their derivatives there are those of
+        that convention (at e = 0 exactly, the mean longitude M + omega + Omega's
+        gradient lacks the equation of the centre's term 2 d(e sin M), which the state
+        leaves smooth: differentiate such functions at e > 0)."""
         if not traced(x):  # shapes, finite numbers, no two bodies at one place (of every
             # state of any leading axes: a batch's trajectory), the arrays passed as given
             if not (isinstance(x, tuple | list) and len(x) == 2):

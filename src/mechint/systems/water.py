@@ -157,6 +157,7 @@ class RigidWater(Constrained):
     model: str = "tip3p"
 
     name: ClassVar[str] = "rigid-water"
+    full_rank: ClassVar[bool] = True  # each molecule a triangle that is never flat
     parameter_table: ClassVar[tuple[Parameter, ...]] = (
         Parameter(
             "molecules",
