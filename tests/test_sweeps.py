@@ -135,6 +135,24 @@ def test_so_n_random_states_share_every_casimir():
     assert np.ptp(ds["M"].values[0, 0, :, 0, 0, 1]) > 0.1  # the states do differ
 
 
+def test_states_are_checked_as_each_integrators_start():
+    """SHAKE's start is any momentum at positions on the manifold (``validate_start``):
+    a SHAKE sweep from such states loads and runs, one that also runs RATTLE is refused naming
+    ``initial``, and a position off the manifold is refused for SHAKE too."""
+    exp = {**CHAIN, "steps": 10, "h": [0.01],
+           "system": {**CHAIN["system"], "grid": {"lengths": [[1.0, 1.0]]}}}  # fmt: skip
+    q, p = CHAIN["initial"]["q"], [[0.3, 0.0, 0.0, 0.1]]  # p off the hidden constraints
+    shake = {**exp, "integrators": ["shake"], "initial": {"q": q, "p": p}}
+    np.testing.assert_array_equal(sweeps.load(shake).initial[1], p)
+    ds = sweeps.sweep(shake)  # and it runs, as `mechint run` runs such a start
+    assert ds.attrs["complete"] == 1 and int(ds["failed_step"].max()) == -1
+    with pytest.raises(mi.InputError, match=r"initial: is off the constraint manifold"):
+        sweeps.load({**exp, "integrators": ["shake", "rattle"], "initial": {"q": q, "p": p}})
+    with pytest.raises(mi.InputError, match=r"initial: is off the constraint manifold"):
+        sweeps.load({**exp, "integrators": ["shake"],
+                     "initial": {"q": [[0.9, -0.5, 1.75, -0.12]], "p": p}})  # fmt: skip
+
+
 @pytest.mark.slow
 def test_local_dask_cluster_is_bit_for_bit_the_embedded_run(embedded, lean):
     on_dask = sweeps.sweep(EXPERIMENT, cluster="local:2")

@@ -46,6 +46,7 @@ import itertools
 import json
 import tomllib
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -137,19 +138,26 @@ def load(source) -> Experiment:
     for spec in names:
         _make_integrator(spec, first)
 
+    def starts(system, x):
+        """x checked as every integrator's start on ``system`` (``validate_start``: SHAKE
+        takes any momentum at positions on the manifold)."""
+        for spec in names:
+            checked = _make_integrator(spec, system).validate_start(system, x, "initial")
+        return checked
+
     def fits(one, count: int) -> None:  # memory only: the output's disk is the caller's
         estimate = footprint(dataclasses.replace(exp, initial=one), count)
         resources.require_fits(estimate, steps, save_every, None, parameter="save_every",
                                members="initial.random.count")  # fmt: skip
 
-    initial = _initial(first, doc["initial"], fits)
+    initial = _initial(first, doc["initial"], fits, partial(starts, first))
     if not (isinstance(doc["initial"], Mapping) and "random" in doc["initial"]):
         # explicit states are every grid point's start: each point's system checks them
         # (a constrained system's geometry moves its manifold), before any run
         for point in _grid_points(exp)[1:]:
             system = _build(cls, exp, point)
             try:
-                system.validate_state(initial, "initial")
+                starts(system, initial)
             except InputError as exc:
                 raise InputError(exc.parameter, f"{exc.problem}, at the grid point {point}",
                                  "give states that every grid point's system takes (a "
@@ -210,7 +218,9 @@ def _build(cls, exp: Experiment, point: dict):
         raise InputError("system", f"{cls.name} does not take {sorted(kwargs)}: {exc}") from None
 
 
-def _initial(system, spec: dict, fits=None):
+def _initial(system, spec: dict, fits=None, validate=None):
+    """The experiment's initial states: explicit ones checked by ``validate`` (default
+    ``system.validate_state``), or a random sample of the system's level set."""
     spec = dict(spec)
     random = spec.pop("random", None)
     fields = [f for f, _ in system.state_fields]
@@ -223,7 +233,8 @@ def _initial(system, spec: dict, fits=None):
         if missing:
             raise InputError("initial", f"missing state fields {missing}")
         x = tuple(_validate.real_array(f"initial.{f}", spec[f]) for f in fields)
-        x, batched = system.validate_state(x[0] if len(x) == 1 else x, "initial")
+        validate = validate or partial(system.validate_state, name="initial")
+        x, batched = validate(x[0] if len(x) == 1 else x)
         if not batched:
             raise InputError("initial", "give a list of states (one per sample)")
         return x
