@@ -143,7 +143,7 @@ def test_states_are_checked_as_each_integrators_start():
            "system": {**CHAIN["system"], "grid": {"lengths": [[1.0, 1.0]]}}}  # fmt: skip
     q, p = CHAIN["initial"]["q"], [[0.3, 0.0, 0.0, 0.1]]  # p off the hidden constraints
     shake = {**exp, "integrators": ["shake"], "initial": {"q": q, "p": p}}
-    np.testing.assert_array_equal(sweeps.load(shake).initial[1], p)
+    np.testing.assert_array_equal(cast(tuple, sweeps.load(shake).initial)[1], p)
     ds = sweeps.sweep(shake)  # and it runs, as `mechint run` runs such a start
     assert ds.attrs["complete"] == 1 and int(ds["failed_step"].max()) == -1
     with pytest.raises(mi.InputError, match=r"initial: is off the constraint manifold"):

@@ -141,9 +141,9 @@ def load(source) -> Experiment:
     def starts(system, x):
         """x checked as every integrator's start on ``system`` (``validate_start``: SHAKE
         takes any momentum at positions on the manifold)."""
-        for spec in names:
-            checked = _make_integrator(spec, system).validate_start(system, x, "initial")
-        return checked
+        checks = [_make_integrator(spec, system).validate_start(system, x, "initial")
+                  for spec in names]  # fmt: skip
+        return checks[-1]
 
     def fits(one, count: int) -> None:  # memory only: the output's disk is the caller's
         estimate = footprint(dataclasses.replace(exp, initial=one), count)
