@@ -45,8 +45,9 @@ def test_rounding_ends_a_stalled_solve_and_changes_no_other():
     10⁶, 1.2e-10) moves the updates by 10⁻¹⁰, never within rtol of ‖z‖, so without
     ``rounding`` the solve runs out of iterations at a residual of an ulp; with it, it is
     done once the updates stop shrinking with every |G_i| under its rounding, at the
-    root the same equations have without the large terms. A residual above the rounding
-    still fails, and on a well-scaled root the iterate and count are those without it."""
+    root the same equations have without the large terms. A residual above the rounding,
+    or updates still halving (a double root), still fail; a residual of any shape takes
+    it; on a well-scaled root the iterate and count are those without it."""
 
     def residual(z, big):
         return jnp.stack([(big + z[0] + 0.5 * z[1]) - big - 1 / 3,
@@ -62,6 +63,22 @@ def test_rounding_ends_a_stalled_solve_and_changes_no_other():
     assert np.max(np.abs(np.asarray(z) - np.asarray(exact))) < 4 * np.finfo(float).eps * big
     _, capped = mi.solvers.Newton(max_iter=3).solve(residual, z0, big, rounding=rounding)
     assert not bool(capped.converged)  # the updates still shrinking at the cap
+    # a residual of any shape, its rounding a scalar or of the residual's shape
+    targets = jnp.array([[1 / 3, 1 / 7], [1 / 9, 1 / 11]])
+
+    def square(z, big):
+        return (big + z + 0.1 * z**2) - big - targets
+
+    z0 = jnp.zeros((2, 2))
+    for bound in (rounding, np.full((2, 2), rounding)):
+        _, status = mi.solvers.Newton().solve(square, z0, big, rounding=bound)
+        assert bool(status.converged), bound
+    # Newton's halving steps at a double root are not a stall: z² + 10⁻³⁰ has |G| under
+    # the rounding from z ~ 1e-10 on, where the updates are still half of z
+    _, double = mi.solvers.Newton(max_iter=100).solve(
+        lambda z, a: z**2 + a, jnp.array([1.0]), 1e-30, rounding=1e-20
+    )
+    assert not bool(double.converged)
 
     def circle(z, r2):
         return jnp.stack([z[0] ** 2 + z[1] ** 2 - r2, z[0] - z[1]])

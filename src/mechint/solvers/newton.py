@@ -109,10 +109,11 @@ class Newton:
         ``residual_floor`` (a scalar, may depend on ``args``): the iteration is also done
         where max |G(z)| is at most this (the residual's own rounding, for unknowns whose
         updates cannot reach rtol of their size: the rounding of G divided by a small
-        singular value of its Jacobian).  ``rounding`` (a scalar, or an array of the
-        residual's shape; may depend on ``args``): the iteration is also done where
+        singular value of its Jacobian).  ``rounding`` (a scalar, or a pytree of the
+        residual's structure; may depend on ``args``): the iteration is also done where
         every |G_i(z)| is at most rounding_i and the update has stopped shrinking
-        (‖Δz_k‖∞ > ‖Δz_{k−1}‖∞ / 2, where Newton's updates would fall quadratically):
+        (‖Δz_k‖∞ > ‖Δz_{k−1}‖∞ / 2, where Newton's updates would fall quadratically) at
+        a size within √eps of the unknowns' (not Newton's halving steps near a double root):
         the iterate is then at the residual's rounding, for unknowns of sizes orders
         apart (multipliers of heavy and light masses, of long and short rods) whose
         small updates are the rounding of the large ones.  Where the update test is
@@ -141,6 +142,7 @@ class Newton:
 
         # rtol below the precision of the state (float32 runs) is raised to a few ulps
         rtol = max(self.rtol, 8.0 * float(jnp.finfo(space[1]).eps))
+        near = float(np.sqrt(jnp.finfo(space[1]).eps))
         max_iter, atol = self.max_iter, self.atol
 
         def iterate(z0, args, bounds):
@@ -182,7 +184,10 @@ class Newton:
                     done = done | (jnp.max(jnp.abs(g)) <= g_floor)
                 if rounding is None:
                     return z, i + 1, done, finite(z)
-                stalled = (2.0 * step > state[4]) & jnp.all(jnp.abs(g) <= g_round)
+                # (the update within √eps of the unknowns: not the halving steps of Newton
+                # near a double root, whose residual may be as small)
+                stalled = ((2.0 * step > state[4]) & (step <= near * jnp.maximum(size(z), floor))
+                           & jnp.all(jnp.abs(g) <= g_round))  # fmt: skip
                 return z, i + 1, done | stalled, finite(z), step
 
             init = (z0, jnp.asarray(0), jnp.asarray(False), finite(z0))
@@ -197,7 +202,8 @@ class Newton:
         # the root as a function of ``args`` (its derivatives from the implicit function
         # theorem, never from the iterations: see the module docstring); z0 and the
         # bounds carry no derivative
-        g_round = None if rounding is None else jnp.asarray(rounding, space[1])
+        # (flat, as the residual the iterations see; a scalar broadcasts)
+        g_round = None if rounding is None else ravel_pytree(rounding)[0].astype(space[1])
         bounds = jax.lax.stop_gradient((bound(scale), bound(residual_floor), g_round))
         z, (iterations, done, ok) = _root(G, chart, jacobian, space, iterate,
                                          jax.lax.stop_gradient(z0), args, bounds)  # fmt: skip
