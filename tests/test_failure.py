@@ -2,6 +2,8 @@
 member, sweeps keep them too, and no diagnostic reports a number computed from a failed
 step."""
 
+import sys
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -57,6 +59,27 @@ def test_every_member_failing_stops_early_and_reports_each():
     traj = mi.simulate(TOP, I.ExplicitEuler(), x0, 0.1, 1000, 10, throw=False)
     assert traj.x.shape == (2, 101, 3) and list(traj.failed_step) == [1, 2]
     assert np.all(np.isnan(traj.x[:, 1:])) and list(traj.reason) == ["non-finite"] * 2
+
+
+def test_the_progress_bar_counts_no_step_past_every_members_end(monkeypatch):
+    """A call in which every member failed ran fewer steps than it was asked: the bar
+    does not count them (it showed 1000 of 1000 for a run that failed at step 2)."""
+    counted = []
+
+    class Bar:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def update(self, n):
+            counted.append(n)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(sys.modules["mechint.simulate"], "tqdm", Bar)
+    x0 = np.array([[1e200, 1e200, 1e200], [1e300, 1.0, 1.0]])
+    mi.simulate(TOP, I.ExplicitEuler(), x0, 0.1, 1000, 10, throw=False, progress=True)
+    assert sum(counted) < 2
 
 
 def test_sweep_keeps_every_healthy_member():

@@ -403,7 +403,8 @@ def _drive(plan: Plan, chunk: int, chunk_seconds, *, progress, on_chunk, interru
                 carry = settle_failures(system, integrator, plan.h, batched, before, carry)
             spent = _clock() - began - (_COMPILE_CLOCK.seconds - compiling)
             sizer.next(n * every, spent)
-            bar.update(n * every)
+            if not ended:  # (a call where every member stopped ran fewer steps than asked)
+                bar.update(n * every)
             if not whole:
                 into += every
                 if into < save_every and not ended:  # nothing to save yet
