@@ -42,6 +42,19 @@ def test_midpoint_settings_are_recorded(top, m0):
     assert settings["solver"]["max_iter"] == 30
 
 
+def test_a_functions_setting_is_recorded_by_name_the_same_in_every_process():
+    """A map's function setting (a variable step's sigma) is recorded as "module:qualname",
+    which another process records alike (its repr holds its address, which made every
+    killed variable-step run of the command line impossible to resume)."""
+    from mechint.io import integrator_settings
+    from tests.systems.constrained_cases import unit_sphere
+
+    wrapped = mi.integrators.ReversibleAdaptive(mi.integrators.StormerVerlet(), unit_sphere)
+    settings = json.loads(integrator_settings(wrapped))
+    assert settings["sigma"] == "tests.systems.constrained_cases:unit_sphere"
+    assert "0x" not in integrator_settings(wrapped)
+
+
 def test_csv_roundtrip(tmp_path, top, m0):
     traj = mi.simulate(top, mi.integrators.RK4(), m0, 0.01, 100, 10)
     path = tmp_path / "run.csv"

@@ -309,6 +309,13 @@ def function_reference(parameter: str, value) -> Any:
     return obj
 
 
+def reference(fn) -> str:
+    """ "module:qualname" of a function: what ``function_reference`` imports back (a
+    lambda or a nested function is named, but cannot be imported); the same text in
+    every process, unlike its repr (which holds its address)."""
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
+
+
 def imported(parameter: str, value, what: str) -> Any:
     """The object a text "package.module:name" names, imported (``what`` it should be,
     for the messages: "function", "class"); ``InputError`` naming ``parameter`` where

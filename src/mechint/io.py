@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from mechint._validate import reference
 from mechint._version import __version__
 from mechint.errors import InputError
 from mechint.maps import Integrator
@@ -258,6 +259,8 @@ def _plain(value, top: bool = True):
         return out
     if isinstance(value, np.ndarray | jax.Array):
         return np.asarray(value).tolist()
+    if callable(value) and not isinstance(value, type):  # (its repr holds its address)
+        return reference(value)
     return value
 
 

@@ -102,7 +102,7 @@ class Resumed:
 
 
 def _tree(system, leaves: list):
-    return leaves[0] if len(system.state_fields) == 1 else tuple(leaves)
+    return system.state_from_fields(leaves)
 
 
 class RunFile:
@@ -158,9 +158,13 @@ class RunFile:
         n = np.shape(arrays["time"])[0]
         if n == 0:
             return
-        # the times of the whole run's grid (a resumed run's own t0 would round apart)
+        # the times of the whole run's grid (a resumed run's own t0 would round apart); of
+        # one trajectory of variable steps, its physical times, as the library's run has
         index = np.arange(self.samples, self.samples + n, dtype=np.float64)
         arrays["time"] = self.t0 + self.h * (self.save_every * index)
+        elapsed = None if traj.batched else traj.elapsed()
+        if elapsed is not None:
+            arrays["time"] = self.t0 + np.asarray(elapsed, np.float64)[-n:]
         fields = {name for name, _ in io._fields(self.system, True, multipliers=True)}
         if self.inv0 is None:  # sample 0: the size of each invariant's terms there
             self.scale0 = _scales0(self.system, arrays, axis)

@@ -129,17 +129,24 @@ class Trajectory:
         strip = getattr(self.system, "base_state", None)
         return self.x if strip is None else strip(self.x)
 
+    def elapsed(self) -> np.ndarray | None:
+        """The physical time since the run's start of every sample of a variable-step
+        run (a ``ReversibleAdaptive`` clock's t, a ``TimeTransformed`` state's own time),
+        shaped like a sample's leading axes; None for a run of uniform steps.  It counts
+        from the first start of a continued run (the clock and the state carry it)."""
+        if self.clock is not None:
+            return np.asarray(self.clock)[..., 0]
+        if hasattr(self.system, "physical_time"):
+            return np.asarray(self.system.physical_time(self.x))
+        return None
+
     @property
     def physical_time(self) -> np.ndarray:
         """The physical time of every sample, shaped like a sample's leading axes ((T,),
         or (B, T) for a batch): of a variable-step run (a ``ReversibleAdaptive`` clock, a
         ``TimeTransformed`` state) each member's own; ``t`` otherwise (a batch's
         broadcast over its members)."""
-        own = None
-        if self.clock is not None:
-            own = np.asarray(self.clock)[..., 0]
-        elif hasattr(self.system, "physical_time"):
-            own = np.asarray(self.system.physical_time(self.x))
+        own = self.elapsed()
         t = np.asarray(self.t, dtype=np.float64)
         if own is None:
             lead = np.shape(jax.tree.leaves(self.x)[0])[: 2 if self.batched else 1]

@@ -3,6 +3,7 @@
 import csv
 import json
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -45,6 +46,26 @@ def test_compare_library_matches_direct_runs():
     names = [mi.diagnostics.compare(kepler, [kl8], x0, 0.05, 1.0, compensated=c).names[0]
              for c in (None, False)]  # fmt: skip
     assert names == ["composition (compensated)", "composition"]
+
+
+def test_a_variable_step_run_is_measured_where_it_ends():
+    """T/h steps of ``ReversibleAdaptive`` end at their clock's physical time, not at T:
+    the error is against the exact state there (it was against the state at T, 0.26 off
+    on this orbit), and the name says where it ends."""
+    kepler = mi.systems.Kepler()
+    x0 = kepler.periapsis_state(0.5)
+
+    def sigma(x):
+        return jnp.sum(x[0] ** 2) ** 0.75
+
+    ra = mi.integrators.ReversibleAdaptive(mi.integrators.StormerVerlet(), sigma)
+    result = mi.diagnostics.compare(kepler, [ra], x0, 0.01, 2.0)
+    traj = mi.simulate(kepler, ra, x0, 0.01, 200)
+    end = float(traj.clock[-1, 0])
+    exact = np.concatenate(mi.exact.kepler(kepler, x0, end))
+    direct = np.max(np.abs(np.concatenate([traj.x[0][-1], traj.x[1][-1]]) - exact))
+    assert abs(end - 2.0) > 0.01 and result.error_at_T[0] == pytest.approx(direct, rel=1e-12)
+    assert result.names == [f"reversible-adaptive (ends at t = {end:.6g})"]
 
 
 def test_compare_without_exact_solution_uses_dop853(tmp_path, capsys):

@@ -179,6 +179,11 @@ def test_one_writer_per_file_and_an_unfinished_run_is_kept(tmp_path, capsys):
     kahan = [*RUN, "--integrator", "kahan", "--out", str(out)]
     code, _, err = invoke(kahan, capsys)
     assert code == 2 and "unfinished run (300 of 1000 steps)" in err and "--overwrite" in err
+    # a CSV run's: not offered --resume, which takes NetCDF files only
+    csv = _unfinished(tmp_path / "kahan.csv", mi.integrators.Kahan())
+    code, _, err = invoke([*kahan[:-1], str(csv)], capsys)
+    assert code == 2 and "unfinished run (300 of 1000 steps)" in err and "--overwrite" in err
+    assert "continue it with --resume" not in err, err
     lock = os.open(tmp_path / ".kahan.nc.lock", os.O_RDWR | os.O_CREAT)
     try:  # another process holding the lock, as a running ``mechint run`` does
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

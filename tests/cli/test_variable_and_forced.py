@@ -74,6 +74,8 @@ def test_variable_steps_from_the_command_line_are_the_librarys(functions, tmp_pa
     run = mi.simulate(mi.systems.Kepler(), ra, X0, 0.01, 600, 50)
     a = _open(whole)
     assert np.array_equal(a["q"].values, run.x[0]) and np.array_equal(a["clock"].values, run.clock)
+    # the file's time is the run's physical time, as the library's (not the step grid)
+    assert np.array_equal(a["time"].values, run.t) and a["time"].values[-1] != 6.0
     assert a.attrs["integrator"] == "ReversibleAdaptive"
     killed_run(part, mi.systems.Kepler(), ra, X0, 0.01, 600, 50, 250, 50)
     code, _, err = invoke([*argv, "--out", str(part), "--resume"], capsys)
@@ -92,6 +94,7 @@ def test_variable_steps_from_the_command_line_are_the_librarys(functions, tmp_pa
     run = mi.simulate(system, mi.integrators.StormerVerlet(), X0, 0.01, 300, 50)
     c = _open(tt)
     assert np.array_equal(c["q"].values, run.x[0]) and np.array_equal(c["p"].values, run.x[1])
+    assert np.array_equal(c["time"].values, run.t) and c["time"].values[-1] != 3.0
     assert c["q"].shape == (7, 3) and np.all(np.diff(c["q"].values[:, -1]) > 0)  # t grows
     # K = g (H + e), zero along the solution, stays near zero (a symplectic map of K)
     assert np.max(np.abs(c["K"].values)) < 1e-4
@@ -106,7 +109,8 @@ def test_variable_steps_from_the_command_line_are_the_librarys(functions, tmp_pa
 def test_forces_from_the_command_line_are_the_librarys(functions, tmp_path, capsys):
     """``--force m:f --dissipation m:R``: the file is the library's ``Forced`` run, with
     the work, the dissipated energy and the energy balance (kept to round-off by the
-    average vector field); compare and check take them too."""
+    average vector field); a killed run resumes bit for bit; compare and check take them
+    too."""
     out = tmp_path / "f.nc"
     argv = ["run", "--system", "pendulum", "--q0", "1", "--p0", "0", "--h", "0.01",
             "--steps", "500", "--save-every", "50", "--quiet", "--integrator",
@@ -124,6 +128,17 @@ def test_forces_from_the_command_line_are_the_librarys(functions, tmp_path, caps
     assert (d.attrs["system"], d.attrs["parameter_system"]) == ("Forced", "Pendulum")
     code, text, err = invoke([*argv, "--resume"], capsys)
     assert code == 0 and "already complete" in text, err
+    # killed with samples in segments, resumed: its nested state (the system's, then the
+    # clock, work and dissipation) rebuilt from the file, equal to the whole run
+    part = tmp_path / "part.nc"
+    killed_run(part, system, mi.integrators.AverageVectorField(), ([1.0], [0.0]), 0.01, 500,
+               50, 250, 50)  # fmt: skip
+    code, _, err = invoke([*argv[:-1], str(part), "--resume"], capsys)
+    assert code == 0, err
+    b = _open(part)
+    for k in d.variables:
+        assert np.array_equal(d[k].values, b[k].values), k
+    assert d.attrs["checksum"] == b.attrs["checksum"]
     code, text, err = invoke(["compare", "--system", "pendulum", "--q0", "1", "--p0", "0",
                               "--integrators", "stormer-verlet,average-vector-field",
                               "--force", f"{MODULE}:push", "--T", "5", "--h", "0.01"],
@@ -144,6 +159,9 @@ def test_the_forms_refuse_what_they_cannot_run_in_one_line(functions, tmp_path, 
           f"{MODULE}:push"], "--time-transform: does not go with --force"),
         (["--integrator", "kahan", "--force", f"{MODULE}:push"], "--integrator: Kahan cannot"),
         (["--integrator", "stormer-verlet", "--force", "not a reference"], "--force"),
+        # two transformations of time: the clock would report the fictive time as the time
+        (["--integrator", "reversible-adaptive", "--sigma", f"{MODULE}:sigma",
+          "--time-transform", f"{MODULE}:g"], "carries its own physical time"),
     ]  # fmt: skip
     for args, text in cases:
         code, _, err = invoke([*base, *args], capsys)

@@ -86,9 +86,11 @@ def keep_unfinished(out: Path) -> None:
             raise InputError("--out", f"{str(out)!r} holds a run that failed at step {failed} "
                              f"(of {_flag(attrs.get('steps_requested'))})",
                              "replace it with --overwrite, or choose another --out")  # fmt: skip
+        resume = ("continue it with --resume, or " if out.suffix.lower() == ".nc"
+                  else "a CSV run is not resumed (NetCDF .nc runs are): ")  # fmt: skip
         raise InputError("--out", f"{str(out)!r} holds an unfinished run ({next(steps)} "
-                         f"of {next(steps)} steps)", "continue it with "
-                         "--resume, or replace it with --overwrite")  # fmt: skip
+                         f"of {next(steps)} steps)", f"{resume}replace it with "
+                         "--overwrite")  # fmt: skip
     folder = segment_dir(out)
     if attrs is None and folder.is_dir() and any(folder.glob("[0-9]*.npz")):
         raise InputError("--out", f"{str(folder)!r} holds the samples of an unfinished run "

@@ -105,6 +105,9 @@ def compare(system, integrators, x0, h: float, T: float, *, samples: int = 200,
             compensated: bool | None = None) -> Comparison:  # fmt: skip
     """Run each integrator from x0 to T with step h (T/h whole), saving about ``samples``
     states; measure the error at T against the reference and every invariant's error.
+    A map of variable steps (``ReversibleAdaptive``) takes T/h steps of its own time,
+    which end at another physical time: its error is measured against the reference
+    there, and its name says that time ("<name> (ends at t = ...)").
     ``compensated``: as ``simulate``'s (None: each map's default); a compensated run is
     named "<name> (compensated)"."""
     if isinstance(integrators, Integrator):
@@ -121,7 +124,7 @@ def compare(system, integrators, x0, h: float, T: float, *, samples: int = 200,
     every = _validate.divisor_near(steps, max(1, steps // samples), at_most=True)
     ref, kind = reference_state(system, x0, T)
     ref = flatten_state(system, ref)
-    trajs, errors, maxes, walls = [], [], [], []
+    trajs, errors, maxes, walls, ends = [], [], [], [], []
     for integrator in integrators:
         start = time.perf_counter()
         traj = simulate(system, integrator, x0, h, steps, every, compensated=compensated)
@@ -132,9 +135,18 @@ def compare(system, integrators, x0, h: float, T: float, *, samples: int = 200,
             wall = time.perf_counter() - start
         last = jax.tree.map(lambda a: a[-1], traj.x)
         trajs.append(traj)
-        errors.append(float(np.max(np.abs(flatten_state(system, last) - ref))))
+        target = ref
+        if traj.clock is not None:  # variable steps: T/h steps of its own time end at its
+            # clock's physical time, not at T: the reference there
+            end = float(np.asarray(traj.clock)[-1, 0])
+            target = flatten_state(system, reference_state(system, x0, end)[0])
+            ends.append(end)
+        else:
+            ends.append(None)
+        errors.append(float(np.max(np.abs(flatten_state(system, last) - target))))
         maxes.append({k: float(np.max(v)) for k, v in invariant_errors(system, traj).items()})
         walls.append(wall)
     names = [i.name + (" (compensated)" if t.compensation is not None else "")
-             for i, t in zip(integrators, trajs, strict=True)]  # fmt: skip
+             + ("" if end is None else f" (ends at t = {end:.6g})")
+             for i, t, end in zip(integrators, trajs, ends, strict=True)]  # fmt: skip
     return Comparison(system, h, T, kind, names, trajs, errors, maxes, walls)

@@ -134,6 +134,13 @@ class ReversibleAdaptive(Wrapper):
                              "a step-size function sigma(x) > 0")  # fmt: skip
         return np.stack([np.zeros_like(s), 1.0 / s], axis=-1).astype(real)
 
+    def cannot_serve(self, system) -> str | None:
+        if getattr(system, "physical_time", None) is not None:  # (``TimeTransformed``)
+            return (f"{type(system).__name__} carries its own physical time (a time "
+                    "transformation): variable steps on it would step its fictive time and "
+                    "report that as the time; use one of the two")  # fmt: skip
+        return self.base.cannot_serve(system)
+
     def density_rate(self, system, x):
         """(G(x) = −∇σ(x)·f(x)/σ(x), the rate of the step density ρ in the fictive
         time; σ(x))."""

@@ -232,6 +232,12 @@ class System(abc.ABC):
         """A fixed, generic state (no symmetry, moderate size): ``check``/``compare``'s
         default and the tests' generic state."""
 
+    def state_from_fields(self, leaves: list) -> Any:
+        """The state whose arrays are ``leaves``, one per ``state_fields`` entry in that
+        order (as a file holds them): the one array, or their tuple; a system whose state
+        nests overrides it (``Forced``)."""
+        return leaves[0] if len(self.state_fields) == 1 else tuple(leaves)
+
     def dimension_labels(self) -> dict[str, list[str]]:
         """Names for the entries of a state dimension (files use them as its coordinate:
         ``NBody``'s bodies), by dimension; none by default."""

@@ -379,6 +379,12 @@ class Forced(System):
     def rotation_fields(self) -> tuple[str, ...]:
         return self.base.rotation_fields()
 
+    def state_from_fields(self, leaves: list):
+        """(the system's state, the clock, the impulses, the clock's rounding) from one
+        array per field, the system's first."""
+        k = len(self.base.state_fields)
+        return (self.base.state_from_fields(leaves[:k]), *leaves[k:])
+
     def example_state(self):
         return self.validate_state(self.base.example_state())[0]
 

@@ -17,6 +17,7 @@ from mechint._validate import (
     function_reference,
     real_array,
     real_output,
+    reference,
     rotation_tolerance,
     traced,
 )
@@ -190,12 +191,6 @@ def potential_function(value) -> Callable | None:
     if value is None or callable(value):
         return value
     return function_reference("potential", value)
-
-
-def reference(fn) -> str:
-    """ "module:qualname" of a function: what ``potential_function`` imports back (a
-    lambda or a nested function is named, but cannot be imported)."""
-    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
 
 
 def flag(name: str):
