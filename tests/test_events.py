@@ -384,7 +384,8 @@ def test_buffers_that_cannot_fit_are_refused_before_any_work():
 def test_a_save_time_at_the_terminal_crossing_is_a_result():
     """A save time at exactly a terminal event's time counts (before: NaN): inside a step
     (t = 0.333, h = 0.01, 0.1, 0.3) and where the crossing falls on a step's end (t = 1.5,
-    h = 0.5), with simulate and integrate, alone and in a batch; a time past it does not."""
+    h = 0.5), with simulate and integrate, alone and in a batch; a time past it does not;
+    the located crossing's own time, at t0 up to 10⁴."""
     x0 = (np.array([1.0]), np.array([0.0]))
     for T, h in ((0.333, 0.01), (0.333, 0.1), (0.333, 0.3), (1.5, 0.5)):
         end = Event(lambda t, x, T=T: t - T, direction=1, terminal=True, name="end")
@@ -396,6 +397,16 @@ def test_a_save_time_at_the_terminal_crossing_is_a_result():
         qb = np.asarray(mi.simulate(HO, Rotation(), batch, h, 40, events=[end],
                                     save_at=times).x[0])  # fmt: skip
         assert np.all(np.isfinite(qb[:, 0])) and np.all(np.isnan(qb[:, 1])), (T, h)
+    # the located crossing's own time, far from t = 0 (it rounds at ulp(t), not ulp(h))
+    ev = Event(lambda t, x: x[0][0], terminal=True, name="q")
+    for t0 in (0.0, 100.0, 1e4):
+        located = float(
+            mi.simulate(HO, I.StormerVerlet(), x0, 0.1, 30, events=[ev], t0=t0).events["q"].t[0]
+        )
+        q = mi.simulate(
+            HO, I.StormerVerlet(), x0, 0.1, 30, events=[ev], save_at=[located], t0=t0
+        ).x[0]
+        assert abs(float(q[0, 0])) < 1e-12, (t0, q)
 
 
 def test_save_at_keeps_the_wrappers_parts():

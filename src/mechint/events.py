@@ -540,15 +540,16 @@ def _shown_slots(system, integrator: Integrator, z, h, used):
     return jax.tree.map(lambda a: a.reshape(used.shape + a.shape[1:]), x)
 
 
-def saved_at(system, integrator: Integrator, h, tau, watch: Watch, ends, end_tau, batched: bool,
-             steps: int, whole: bool = False):  # fmt: skip
+def saved_at(system, integrator: Integrator, h, times, tau, watch: Watch, ends, end_tau,
+             batched: bool, steps: int, whole: bool = False):  # fmt: skip
     """The states at the save times: x_{K_j} itself where τ_j = 0 (T_j = t_{K_j}), else
     the map's partial step Φ_τ(x_{K_j}) (``tau``: the τ_j of ``save_steps``); NaN where
     that state or step is not a result (a member failed or ended before it: ``ends``,
     ``stopped_steps``; a time in the step where a terminal event ended the run counts up
     to the crossing's |τ|, ``end_tau``) or the time was never reached (out of order).
     The base map's states, or with ``whole`` the wrappers' parts too (``simulate``
-    returns them: a compensated run's correction, the attitude carried along)."""
+    returns them: a compensated run's correction, the attitude carried along).
+    ``times``: the save times T_j themselves (their size sets the rounding of τ_j)."""
     at = watch.at
     real = jax.tree.leaves(at.xs)[0].dtype
     tau = jnp.asarray(tau, real)
@@ -564,10 +565,13 @@ def saved_at(system, integrator: Integrator, h, tau, watch: Watch, ends, end_tau
         return jax.tree.map(lambda a, b: jnp.where(tau == 0, a, b), at_step, x1)
 
     # A time in the step a terminal event ended counts up to the crossing (to a few ulp of
-    # h: T given as the crossing's time rounds to either side of the located root).  A
-    # crossing at the step's very end (the condition 0 at t_k) ends the run in step k,
-    # whose sample holds the step's start: a time T = t_k is that state a whole step on.
-    slack = 4 * jnp.spacing(jax.lax.stop_gradient(jnp.abs(jnp.asarray(h, real))))
+    # the time and of h: T given as the crossing's time t_k + τ, rounded there, rounds to
+    # either side of the located root).  A crossing at the step's very end (the condition
+    # 0 at t_k) ends the run in step k, whose sample holds the step's start: a time
+    # T = t_k is that state a whole step on.
+    sg = jax.lax.stop_gradient
+    size = jnp.maximum(jnp.abs(jnp.asarray(h, real)), jnp.abs(jnp.asarray(times, real)))
+    slack = 4 * jnp.spacing(sg(size))
     end_tau = end_tau[..., None]
     at_end = (at.steps == watch.stop[..., None]) & (tau == 0) & (end_tau >= jnp.abs(h) - slack)
     tau_each = jnp.where(at_end, jnp.asarray(h, real), tau)  # per member (and time)

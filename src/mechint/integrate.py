@@ -615,7 +615,7 @@ def _solution(system, integrator, x0, carry, xs, h, t0, every, n_saves: int, bat
         t = jnp.asarray(at[0], real)
         if end_tau is None:
             end_tau = jnp.full(watch.stop.shape, jnp.inf, real)
-        x = saved_at(system, integrator, h, at[2], watch, ends, end_tau, batched,
+        x = saved_at(system, integrator, h, at[0], at[2], watch, ends, end_tau, batched,
                      n_saves * every)  # fmt: skip
     else:
         x = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), x0, xs)

@@ -140,9 +140,10 @@ def _locate(system, integrator, h, t0, watch, *, events, batched):
 
 
 @loop_jit(static_argnames=("integrator", "batched", "steps"))
-def _saved_at(system, integrator, h, tau, watch, ends, end_tau, *, batched, steps):
+def _saved_at(system, integrator, h, times, tau, watch, ends, end_tau, *, batched, steps):
     # the wrappers' parts too: ``_trajectory`` peels them, as from the samples
-    return saved_at(system, integrator, h, tau, watch, ends, end_tau, batched, steps, whole=True)
+    return saved_at(system, integrator, h, times, tau, watch, ends, end_tau, batched, steps,
+                    whole=True)  # fmt: skip
 
 
 def _plan(n_saves: int, save_every: int, batch: int, chunk: int = _CHUNK_BODY_STEPS) -> int:
@@ -461,7 +462,7 @@ def _at_times(plan: Plan, watch, ends, end_tau, steps: int):
     if end_tau is None:
         end_tau = np.full(np.shape(ends), np.inf)
     x = _saved_at(plan.system, plan.integrator, jnp.asarray(plan.h, real),
-                  jnp.asarray(tau, real), watch, jnp.asarray(ends), jnp.asarray(end_tau, real),
+                  jnp.asarray(times, real), jnp.asarray(tau, real), watch, jnp.asarray(ends), jnp.asarray(end_tau, real),
                   batched=plan.batched, steps=plan.steps)  # fmt: skip
     reach = K + (tau != 0)
     n = int(np.sum(reach <= steps))  # nondecreasing: a prefix
