@@ -462,8 +462,8 @@ def _at_times(plan: Plan, watch, ends, end_tau, steps: int):
     if end_tau is None:
         end_tau = np.full(np.shape(ends), np.inf)
     x = _saved_at(plan.system, plan.integrator, jnp.asarray(plan.h, real),
-                  jnp.asarray(times, real), jnp.asarray(tau, real), watch, jnp.asarray(ends), jnp.asarray(end_tau, real),
-                  batched=plan.batched, steps=plan.steps)  # fmt: skip
+                  jnp.asarray(times, real), jnp.asarray(tau, real), watch, jnp.asarray(ends),
+                  jnp.asarray(end_tau, real), batched=plan.batched, steps=plan.steps)  # fmt: skip
     reach = K + (tau != 0)
     n = int(np.sum(reach <= steps))  # nondecreasing: a prefix
     axis = 1 if plan.batched else 0
