@@ -182,6 +182,17 @@ def test_step_size_functions_that_are_not_positive_fail_or_are_refused():
         mi.integrate(KEPLER, ADAPTIVE, X0, 0.05, 400, save_at=[1.0])
 
 
+@pytest.mark.parametrize("batched", [False, True])
+def test_a_step_size_function_that_is_not_a_scalar_is_refused(batched):
+    """σ(x) is one number per state: a vector (here (q1², q2²), 0 at periapsis) is refused
+    naming sigma and its shape, for one state and a batch alike, never read as its least
+    component."""
+    x0 = jax.tree.map(lambda a: np.stack([a, a]), X0) if batched else X0
+    with pytest.raises(InputError, match=r"sigma: must return a scalar.*shape \(2,\)"):
+        mi.integrate(KEPLER, I.ReversibleAdaptive(I.StormerVerlet(), lambda x: x[0] ** 2),
+                     x0, 0.01, 10)  # fmt: skip
+
+
 def test_a_step_to_where_g_is_not_positive_fails():
     """The midpoint rule evaluates g between a step's ends only: a step that lands where
     g ≤ 0 fails (``out-of-domain``, residual −g) and no saved sample is such a state

@@ -54,8 +54,9 @@ class ReversibleAdaptive(Wrapper):
     """Hairer–Söderlind reversible step-size control around a symmetric map ``base``
     (see the module docstring).
 
-    ``sigma``: the step-size function σ(x) > 0 of the (unbatched) base state, a JAX
-    function (for Kepler, σ = |q|^{3/2}: steps follow the local orbital time scale).
+    ``sigma``: the step-size function σ(x) > 0 of the (unbatched) base state, one number
+    (shape ()), a JAX function (for Kepler, σ = |q|^{3/2}: steps follow the local orbital
+    time scale).
     The driver's h is the fictive step ε; the physical step is ε/ρ.  The state is
     (x, clock) with clock = (t, ρ): the physical time since the start and the step
     density (``Trajectory.clock``; ``Trajectory.t`` is the physical time of a single
@@ -111,8 +112,10 @@ class ReversibleAdaptive(Wrapper):
         sigma = jax.vmap(self.sigma) if batched else self.sigma
         if given is not None and _validate.traced((x0, given)):  # checked where given
             return jnp.asarray(given, dtype=jax.tree.leaves(x0)[0].dtype)
-        if _validate.traced(x0):  # inside a transform: nothing to check
+        want = (batch,) if batched else ()
+        if _validate.traced(x0):  # inside a transform: only the shape to check
             s = sigma(x0)
+            self._scalar(s, want)
             return jnp.stack([jnp.zeros_like(s), 1.0 / s], axis=-1)
         real = np.asarray(jax.tree.leaves(x0)[0]).dtype
         if given is not None:
@@ -128,6 +131,7 @@ class ReversibleAdaptive(Wrapper):
                              f"{exc}", "write it as sigma(x) of the (unbatched) state with "
                              "jax.numpy, so it can be traced") from None  # fmt: skip
         _validate.real_output("sigma", s)
+        self._scalar(s, want)
         s = np.asarray(s, dtype=np.float64)
         if not np.all(np.isfinite(s) & (s > 0)):
             raise InputError("sigma", f"must be positive and finite at x0, got {s.min():g}",
@@ -140,6 +144,17 @@ class ReversibleAdaptive(Wrapper):
                     "transformation): variable steps on it would step its fictive time and "
                     "report that as the time; use one of the two")  # fmt: skip
         return self.base.cannot_serve(system)
+
+    @staticmethod
+    def _scalar(s, want: tuple[int, ...]) -> None:
+        """``InputError`` naming sigma unless σ(x0) is one number per state (``want``:
+        the shape over the batch's members)."""
+        got = tuple(jnp.shape(s))
+        if got != want:
+            one = got[len(want) - len(got) :] if len(got) > len(want) else got
+            raise InputError("sigma", f"must return a scalar step size, returned shape "
+                             f"{one}", "return one number sigma(x) > 0, e.g. "
+                             "jnp.sum(q**2) ** 0.75")  # fmt: skip
 
     def density_rate(self, system, x):
         """(G(x) = −∇σ(x)·f(x)/σ(x), the rate of the step density ρ in the fictive
