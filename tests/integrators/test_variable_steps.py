@@ -193,6 +193,19 @@ def test_a_step_size_function_that_is_not_a_scalar_is_refused(batched):
                      x0, 0.01, 10)  # fmt: skip
 
 
+def test_check_measures_the_adaptive_map_on_its_clock():
+    """``check`` steps a wrapper's extended state started as a run starts it: the energy
+    defect is that of the map's own step from (x0, ρ = 1/σ(x0)), the map is symmetric to
+    round-off and not symplectic."""
+    rows = {r.name: r for r in mi.diagnostics.check(KEPLER, ADAPTIVE, X0, 0.05, halvings=2)}
+    x = ADAPTIVE.wrap(X0, ADAPTIVE.start(KEPLER, X0, None, False, 1))
+    y = ADAPTIVE.unwrap(ADAPTIVE.step(KEPLER, x, 0.05)[0])[0]
+    h0, h1 = float(KEPLER.hamiltonian(X0)), float(KEPLER.hamiltonian(y))
+    assert rows["energy H"].defect == pytest.approx(abs(h1 - h0) / abs(h0), rel=1e-12)
+    assert rows["reversibility"].verdict == "exact (round-off)"
+    assert rows["symplectic"].defect > 1e-3
+
+
 def test_a_step_to_where_g_is_not_positive_fails():
     """The midpoint rule evaluates g between a step's ends only: a step that lands where
     g ≤ 0 fails (``out-of-domain``, residual −g) and no saved sample is such a state

@@ -5,7 +5,11 @@ traced and the integrator static (compiled once per (system type, integrator), f
 step sizes), at each h of ``hs``: the step Φ_h(x) and its status, the step back Φ_{−h}(Φ_h(x)),
 the system's invariants (and energy) before and after, and the quantities the map
 declares kept before and after.  ``jacobians`` does the same for DΦ(z) in the system's
-coordinates (forward mode through Newton loops).  Every defect in ``defects``,
+coordinates (forward mode through Newton loops).  A wrapper (``ReversibleAdaptive``,
+``Compensated``) steps its extended state, started from x as a run starts it
+(``maps.start_all``: a clock at t = 0 with density ρ = 1/σ(x)); its defects are those of
+the base state, its extra part held at that start (h is the wrapper's own step: the
+fictive ε of ``ReversibleAdaptive``).  Every defect in ``defects``,
 ``structure`` and ``report`` is computed from these, and never from a failed step:
 ``raise_if_failed`` turns a failed status into ``StepFailure`` naming h and the reason.
 """
@@ -21,7 +25,16 @@ import numpy as np
 
 from mechint import _validate
 from mechint.errors import InputError, StepFailure
-from mechint.maps import Integrator, Reason, StepStatus, combine, require_serves
+from mechint.maps import (
+    Integrator,
+    Reason,
+    StepStatus,
+    Wrapper,
+    combine,
+    require_serves,
+    start_all,
+    unwrap_all,
+)
 from mechint.systems.base import HamiltonianSystem, PoissonSystem, System
 
 
@@ -43,11 +56,29 @@ def _values(system: System, x) -> dict:
     return out
 
 
+def _started(system: System, integrator: Integrator, x):
+    """The state ``integrator`` steps at the base state x: x itself, or x extended by
+    every wrapper around the map as a run starts it (``start_all``), as JAX arrays."""
+    if isinstance(integrator, Wrapper):
+        x = start_all(integrator, system, jax.tree.map(np.asarray, x), False, 1)
+    return jax.tree.map(jnp.asarray, x)
+
+
+def _with_base(integrator: Integrator, x, base):
+    """The state x of ``integrator`` with its base state replaced by ``base``, the
+    wrappers' extra parts kept."""
+    if not isinstance(integrator, Wrapper):
+        return base
+    inner, extra = integrator.unwrap(x)
+    return integrator.wrap(_with_base(integrator.base, inner, base), extra)
+
+
 @partial(jax.jit, static_argnames=("integrator",))
 def _one_step(system, integrator, x, h):
     y, st = integrator.step(system, x, h)
     back, st_back = integrator.step(system, y, -h)
     kept = (integrator.preserved(system, x, h), integrator.preserved(system, y, h))
+    x, y, back = (unwrap_all(integrator, s)[0] for s in (x, y, back))
     return y, st, back, combine([st, st_back]), _values(system, x), _values(system, y), kept
 
 
@@ -71,7 +102,7 @@ def one_step(system: System, integrator: Integrator, x, hs) -> tuple[OneStep, St
     """(``OneStep`` over ``hs``, the status of the step there and back) after
     ``require_serves``."""
     require_serves(integrator, system)
-    x = jax.tree.map(jnp.asarray, x)
+    x = _started(system, integrator, x)
     y, st, back, both, before, after, (kb, ka) = _stacked(
         [_one_step(system, integrator, x, h) for h in _steps(hs)]
     )
@@ -83,19 +114,20 @@ def one_step(system: System, integrator: Integrator, x, hs) -> tuple[OneStep, St
 @partial(jax.jit, static_argnames=("integrator",))
 def _jacobians(system, integrator, x, h):
     def phi(z):
-        y, st = integrator.step(system, system.from_coordinates(z), h)
-        zy = system.coordinates(y)
+        y, st = integrator.step(system, _with_base(integrator, x, system.from_coordinates(z)), h)
+        zy = system.coordinates(unwrap_all(integrator, y)[0])
         return zy, (zy, st)
 
-    z = system.coordinates(x)
+    z = system.coordinates(unwrap_all(integrator, x)[0])
     D, (z1, st) = jax.jacfwd(phi, has_aux=True)(z)
     return z, z1, D, st
 
 
 def jacobians(system: PoissonSystem, integrator: Integrator, x, hs):
-    """(z, Φ(z), DΦ(z), status) over ``hs`` in the system's coordinates."""
+    """(z, Φ(z), DΦ(z), status) over ``hs`` in the system's coordinates (a wrapper's
+    extra part held at its start)."""
     require_serves(integrator, system)
-    x = jax.tree.map(jnp.asarray, x)
+    x = _started(system, integrator, x)
     z, z1, D, st = _stacked([_jacobians(system, integrator, x, h) for h in _steps(hs)])
     return z[0], z1, D, st
 

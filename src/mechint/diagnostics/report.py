@@ -80,7 +80,9 @@ def _number(value) -> float | None:
 
 def check(system: System, integrator: Integrator, x, h: float, *, halvings: int = 4) -> Checks:
     """Measure every applicable property of ``integrator`` on ``system`` at state x: a
-    ``Checks`` list of ``PropertyCheck`` (``.table()`` prints it as ``mechint check``)."""
+    ``Checks`` list of ``PropertyCheck`` (``.table()`` prints it as ``mechint check``).
+    A wrapper (``ReversibleAdaptive``) is measured on the base state, its extra part
+    started from x as a run starts it (``onestep``)."""
     h = _validate.step_size(h)
     halvings = _validate.count("halvings", halvings)
     hs = h * 2.0 ** -np.arange(halvings + 1)
