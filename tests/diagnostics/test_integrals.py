@@ -232,6 +232,35 @@ def test_the_zhukovsky_volterra_gyrostat():
     assert "near-integrals of the map" in near.decision
 
 
+def test_a_search_too_long_or_too_large_is_refused_before_any_step(capsys, monkeypatch):
+    """Points × stride beyond the steps a search takes, or samples beyond memory: one line
+    naming --points or --stride, before the orbit is run; the SVD holds no points × points
+    matrix (a million points: 7.3 TiB)."""
+    import sys
+
+    from mechint.diagnostics.integrals import _svd
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("the orbit was run")
+
+    monkeypatch.setattr(sys.modules["mechint.simulate"], "simulate", no_run)
+    argv = ["integrals", "--system", "euler-top", "--inertia", "2,1,0.6667", "--integrator",
+            "kahan"]  # fmt: skip
+    for extra, option in ((["--points", "1000000000"], "--points"),
+                          (["--stride", "1000000000"], "--stride"),
+                          (["--points", "3000000", "--stride", "2"], "--stride")):  # fmt: skip
+        code, _, err = invoke([*argv, *extra], capsys)
+        assert code == 2 and err.startswith(f"mechint integrals: error: {option}:"), err
+        assert err.count("\n") == 1 and "a search takes" in err, err
+    monkeypatch.setattr("mechint.resources.available_memory", lambda: 10**4)
+    code, _, err = invoke(argv, capsys)
+    assert code == 2 and "--points:" in err and "of memory" in err, err
+    values = np.ones((1_000_000, 4))
+    values[:, 1] = np.arange(1e6)
+    rel, vt, _ = _svd(values)
+    assert vt.shape == (4, 4) and rel[0] == 1.0
+
+
 def test_the_integrals_command_prints_and_writes_json(tmp_path, capsys):
     import json
 

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechint import _validate
+from mechint import _validate, resources
 from mechint.diagnostics.comparison import dop853_path
 from mechint.errors import InputError
 from mechint.integrators.registry import relabel
@@ -42,6 +42,8 @@ __all__ = ["Integrals", "find_integrals", "monomials"]
 
 # most basis functions a search takes (the SVD of a (4m × m) matrix per orbit)
 _MOST_BASIS = 2000
+# steps an orbit may take ((3 × points − 1) × stride): the default spans about 6000
+_MOST_STEPS = 10**7
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,7 +244,7 @@ def _svd(values: np.ndarray):
     (points × basis), its columns scaled to unit norm."""
     norms = np.linalg.norm(values, axis=0)
     norms = np.where(norms > 0, norms, 1.0)
-    _, s, vt = np.linalg.svd(values / norms, full_matrices=True)
+    _, s, vt = np.linalg.svd(values / norms, full_matrices=False)
     s_full = np.zeros(values.shape[1])
     s_full[: s.size] = s
     rel = s_full / s_full[0] if s_full[0] > 0 else s_full
@@ -293,6 +295,9 @@ def find_integrals(system: System, integrator: Integrator | None, x0, h, basis, 
     steps, so that a quantity a map keeps only to O(h^p) has drifted, and a flow's
     orbit has gone round its torus); as many points
     again check the relations on the continuation, and as many again find them anew.
+    An orbit of more than 10⁷ steps ((3 × points − 1) × stride), or samples beyond the
+    available memory, is refused (``InputError`` naming points, or stride where given)
+    before any step.
     ``rtol``: singular values at most ``rtol`` times the largest are the null space.
     A relation that fails its checks is a near-integral, not an integral: the dimension
     counts the verified ones.  Returns
@@ -316,7 +321,9 @@ def find_integrals(system: System, integrator: Integrator | None, x0, h, basis, 
         raise InputError("points", f"{points} orbit points cannot decide a null space among "
                          f"{m} basis functions", f"give at least {m + 1} (3 × {m} + 20 by "
                          "default)")  # fmt: skip
-    stride = max(1, -(-2000 // points)) if stride is None else _validate.count("stride", stride, 1)
+    given = stride is not None
+    stride = _validate.count("stride", stride, 1) if given else max(1, -(-2000 // points))
+    _require_size(x0, batched, m, points, stride, given)
     # the points used, as many again to find the relations anew (an integral is the same
     # function there), as many again to check them on the continuation
     orbit = _orbits(system, integrator, x0, h, 3 * points, stride, batched)
@@ -338,6 +345,25 @@ def find_integrals(system: System, integrator: Integrator | None, x0, h, basis, 
                      recomputed=np.asarray([o["recomputed"] for o in orbits]),
                      scales=tuple(o["scales"] for o in orbits), rtol=rtol,
                      points=points, decision=decision)  # fmt: skip
+
+
+def _require_size(x0, batched: bool, m: int, points: int, stride: int, given: bool) -> None:
+    """InputError naming points (or stride, where given) before any step when an orbit
+    of 3 × points samples every stride steps would take more than ``_MOST_STEPS`` steps,
+    or its samples and their basis values would not fit in memory."""
+    steps = (3 * points - 1) * stride
+    if steps > _MOST_STEPS:
+        name = "stride" if given and stride > 1 else "points"
+        raise InputError(name, f"3 × {points:,} points, {stride:,} step(s) apart, take "
+                         f"{steps:,} steps an orbit, more than the {_MOST_STEPS:,} a search "
+                         "takes", "fewer points or a smaller stride (by default the orbit "
+                         "spans about 6000 steps)")  # fmt: skip
+    members = jax.tree.leaves(x0)[0].shape[0] if batched else 1
+    state = sum(int(np.size(a)) for a in jax.tree.leaves(x0)) // members
+    # each sample: its state (and time) and its basis values, held twice (scaled copies)
+    resources.require_buffer("points", 2.0 * members * 3 * points * (state + 1 + m),
+                             f"{members} orbit(s) × {3 * points:,} samples × {m} basis "
+                             "functions", "fewer points")  # fmt: skip
 
 
 def _orbit_relations(values: np.ndarray, points: int, m: int, rtol: float) -> dict:
