@@ -37,6 +37,18 @@ SOURCE = textwrap.dedent('''
     def damp(x):
         """Linear friction on dH/dp."""
         return 0.05 * jnp.eye(x[1].shape[-1])
+
+
+    def negative_g(q, p):
+        return -jnp.sum(q * q)
+
+
+    def negative_sigma(x):
+        return -jnp.sum(x[0] ** 2)
+
+
+    def vector_sigma(x):
+        return x[0] ** 2 + 1.0
 ''')
 
 
@@ -181,6 +193,40 @@ def test_the_forms_refuse_what_they_cannot_run_in_one_line(functions, tmp_path, 
         code, _, err = invoke([*chain, option, value], capsys)
         assert code == 2 and f"{option}: does not go with --preset" in err, err
     assert not (tmp_path / "z.nc").exists()
+
+
+def test_errors_of_the_functions_name_their_options(functions, tmp_path, capsys, monkeypatch):
+    """The library's g, sigma, compensated and max_events are the options --time-transform,
+    --sigma, --compensated and --crossings, in every command that takes them: one line,
+    exit 2, no file written."""
+    out = tmp_path / "x.nc"
+    kepler = ["--system", "kepler", "--eccentricity", "0.5"]
+    adaptive = ["--integrator", "reversible-adaptive", "--sigma"]
+    run = ["run", *kepler, "--h", "0.01", "--steps", "10", "--out", str(out)]
+    section = ["section", *kepler, "--surface", "q_2=0", "--h", "0.01", "--steps", "10",
+               "--out", str(out)]  # fmt: skip
+    cases = [
+        ([*run, "--integrator", "stormer-verlet", "--time-transform", f"{MODULE}:negative_g"],
+         "--time-transform: must be positive"),
+        (["check", *kepler, "--integrator", "stormer-verlet", "--time-transform",
+          f"{MODULE}:negative_g"], "--time-transform: must be positive"),
+        (["check", *kepler, *adaptive, f"{MODULE}:negative_sigma"], "--sigma: must be positive"),
+        ([*run, *adaptive, f"{MODULE}:vector_sigma"], "--sigma: must return a scalar"),
+        ([*section, *adaptive, f"{MODULE}:negative_sigma"], "--sigma: must be positive"),
+        (["compare", *kepler, "--integrators", "stormer-verlet,reversible-adaptive", "--sigma",
+          f"{MODULE}:sigma", "--T", "1", "--h", "0.01", "--compensated"],
+         "--compensated: reversible-adaptive's clock"),
+        ([*run, *adaptive, f"{MODULE}:sigma", "--compensated"], "--compensated: reversible"),
+    ]  # fmt: skip
+    for args, text in cases:
+        code, _, err = invoke(args, capsys)
+        assert code == 2 and err.count("\n") == 1 and text in err, (args, err)
+    monkeypatch.setattr("mechint.resources.available_memory", lambda: 10**4)
+    code, _, err = invoke([*section, "--integrator", "stormer-verlet", "--crossings", "1000"],
+                          capsys)  # fmt: skip
+    assert code == 2 and err.startswith("mechint section: error: --crossings:"), err
+    assert "max_events" not in err
+    assert not out.exists()
 
 
 def test_the_real_command_runs_them(functions, tmp_path):

@@ -51,6 +51,7 @@ def handle(args: argparse.Namespace) -> int:
     integrators = [model.build_integrator(args, system, name) for name in names]
     for integrator in integrators:
         model.check_serves(integrator, system, "--integrators")
+    model.check_compensated(args, integrators)
     x0 = model.one_state(args, system)
     h = parsing.positive_float("--h", args.h)
     T = parsing.positive_float("--T", args.T)

@@ -18,7 +18,17 @@ import numpy as np
 
 from mechint import plugins
 from mechint._version import __version__
-from mechint.cli import check, compare, demo, integrals, run, section, stability, sweep
+from mechint.cli import (
+    check,
+    compare,
+    demo,
+    integrals,
+    model,
+    run,
+    section,
+    stability,
+    sweep,
+)
 from mechint.errors import InputError, StepFailure
 
 
@@ -145,6 +155,7 @@ def _command(argv: list[str]) -> None:
         _backend()
         code = args.handler(args)
     except InputError as exc:  # one line, whatever a crafted file's text holds
+        exc = model.as_option(args, exc)  # a parameter of the library named as its option
         print(f"mechint {args.command}: error: {_oneline(exc, 1000)}", file=sys.stderr)
         code = 2
     except StepFailure as exc:

@@ -14,7 +14,7 @@ from mechint import _validate, integrators, systems
 from mechint.cli import parsing
 from mechint.errors import InputError
 from mechint.integrators.registry import relabel as relabel
-from mechint.maps import Integrator, require_serves
+from mechint.maps import Integrator, require_serves, wrappers
 from mechint.systems.base import System
 
 _NUMBERS = (
@@ -273,7 +273,40 @@ def relabel_state(fn, *a):
     try:
         return fn(*a)
     except InputError as exc:
-        raise InputError(f"--{exc.parameter}", exc.problem, exc.fix) from None
+        option = _OPTION_OF.get(exc.parameter, f"--{exc.parameter}")
+        raise InputError(option, exc.problem, exc.fix) from None
+
+
+# the library's parameters the command line sets by an option of another name (the
+# time transformation's g); an integrator's settings are their own options (--sigma)
+_OPTION_OF = {"g": "--time-transform"}
+
+
+def as_option(args: argparse.Namespace, exc: InputError) -> InputError:
+    """``exc`` naming the command-line option of this command that sets the library's
+    parameter it names (g: --time-transform; an integrator's setting: --sigma, --base),
+    ``exc`` itself where the parameter is an option already or the command has none."""
+    name = exc.parameter
+    if name in _OPTION_OF:
+        option = _OPTION_OF[name]
+    elif name in integrators.SETTINGS:
+        option = "--" + name.replace("_", "-")
+    else:
+        return exc
+    if not hasattr(args, option[2:].replace("-", "_")):
+        return exc
+    return InputError(option, exc.problem, exc.fix)
+
+
+def check_compensated(args: argparse.Namespace, chosen: list[Integrator]) -> None:
+    """--compensated refused, before any work, with a map whose state carries its own
+    clock (reversible-adaptive: its clock is not compensated)."""
+    if not getattr(args, "compensated", None):
+        return
+    for integrator in chosen:
+        if any(w.extra == "clock" for w in wrappers(integrator)):
+            raise InputError("--compensated", f"{integrator.name}'s clock is not compensated",
+                             f"leave --compensated out with {integrator.name}")  # fmt: skip
 
 
 def states_or_example(args: argparse.Namespace, system: System):

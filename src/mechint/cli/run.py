@@ -116,6 +116,7 @@ def prepare(args: argparse.Namespace) -> tuple[Plan, Path, Path | None]:
     plot = io.check_writable(args.plot, "--plot", FIGURE_FORMATS) if args.plot else None
     system = model.build_system(args)
     integrator = model.build_integrator(args, system)
+    model.check_compensated(args, [integrator])
     x0, g0 = model.initial_state(args, system)
     if save_every is None:
         save_every = auto_save_every(steps)

@@ -162,8 +162,13 @@ def handle(args: argparse.Namespace) -> int:
     with guard.exclusive(out):  # the lock every command that writes --out takes
         if not args.overwrite:
             guard.keep_unfinished(out)
-        traj = simulate(system, integrator, x0, h, steps, steps, events=[event],
-                        max_events=crossings, throw=False)  # fmt: skip
+        try:
+            traj = simulate(system, integrator, x0, h, steps, steps, events=[event],
+                            max_events=crossings, throw=False)  # fmt: skip
+        except InputError as exc:  # the crossings' slots, sized before the run
+            if exc.parameter != "max_events":
+                raise
+            raise InputError("--crossings", exc.problem, "keep fewer (--crossings)") from None
         if out.suffix.lower() == ".csv":  # the crossings, a row each, and the run's record
             io.write_crossings_csv(traj, "section", out)
         else:
