@@ -697,7 +697,7 @@ def integrate(
     h = _validate.step_size(h)
     t0 = _validate.real_array("t0", t0, ())
     if _validate.traced(x0):
-        x0, batched = _traced_state(system, x0)
+        x0, batched = _traced_state(system, system.traced_state(x0))
         x0 = system.starting_state(x0, t0)
     else:
         x0, batched = integrator.validate_start(system, x0, "x0")

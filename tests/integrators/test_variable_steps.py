@@ -62,6 +62,23 @@ def test_time_transformed_maps_are_symplectic_on_the_extended_space():
     assert np.max(np.abs(J.T @ omega @ J - omega)) < 4 * np.finfo(float).eps * 10
 
 
+def test_a_traced_base_state_is_extended_as_a_concrete_one():
+    """Under jit or grad, a state of Kepler given to its time transformation is extended
+    by (t, e) = (0, −H) as a concrete one is: the same run, and the derivative of its
+    physical time in the initial momentum's scale (central difference: 1e-6)."""
+    sv = I.StormerVerlet()
+
+    def elapsed(scale):
+        x = (jnp.asarray(X0[0]), jnp.asarray(X0[1]) * scale)
+        return mi.integrate(TRANSFORMED, sv, x, 0.05, 8).x[0][-1, -1]
+
+    value, slope = jax.jvp(elapsed, (1.0,), (1.0,))  # forward mode: cheaper to compile
+    assert abs(float(value) - float(elapsed(1.0))) < 1e-15  # the concrete run
+    d = 1e-6
+    fd = (float(elapsed(1.0 + d)) - float(elapsed(1.0 - d))) / (2 * d)
+    assert abs(float(slope) - fd) < 1e-6 * max(1.0, abs(fd)), (slope, fd)
+
+
 def test_reversible_adaptive_is_symmetric_and_refuses_a_non_symmetric_base():
     x = ADAPTIVE.wrap(X0, ADAPTIVE.start(KEPLER, X0, None, False, 1))
     there = ADAPTIVE.step(KEPLER, x, 0.03)[0]

@@ -214,6 +214,12 @@ class System(abc.ABC):
         """Whether the state carries its own time (``advance_clock`` overridden)."""
         return type(self).advance_clock is not System.advance_clock
 
+    def traced_state(self, x) -> Any:
+        """A traced state (inside a caller's jit or grad, its numbers unknown) as this
+        system's: one of the system it extends, extended as ``validate_state`` extends a
+        concrete one (``TimeTransformed``); ``x`` itself here."""
+        return x
+
     def starting_state(self, x, t0) -> Any:
         """The validated state ``x`` of a run that starts at time ``t0``: a system that
         carries its own clock in the state (``Forced``) sets it there; the others

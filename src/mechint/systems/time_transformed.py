@@ -39,8 +39,9 @@ class TimeTransformed(Canonical):
     ((q, t), (p, e)) (see the module docstring): dof + 1 degrees of freedom, the last
     position the physical time t, the last momentum e = −H(q0, p0).
 
-    A state of ``system`` is extended when validated (t = 0, e = −H); an extended state
-    is taken as it is.  Invariants: K (≈ 0), the energy ``H`` of ``system`` and its
+    A state of ``system`` is extended when validated (t = 0, e = −H), a traced one too
+    (``traced_state``, inside a caller's jit or grad); an extended state is taken as it
+    is.  Invariants: K (≈ 0), the energy ``H`` of ``system`` and its
     other first integrals, at (q, p).  A run's h is the fictive step Δs; the physical
     time is the state's q[-1] (``Trajectory.t`` of a single trajectory reads it).  A
     step that meets g ≤ 0 fails (K is NaN there: a non-finite state, or for an implicit
@@ -127,6 +128,18 @@ class TimeTransformed(Canonical):
                              "dt/ds = g(q, p) > 0 along the run")  # fmt: skip
         t = np.zeros_like(H)[..., None]
         return (np.concatenate([q, t], -1), np.concatenate([p, -H[..., None]], -1)), batched
+
+    def traced_state(self, x):
+        """A traced state of ``base`` (q of its dof) extended by (t, e) = (0, −H), as
+        ``validate_state`` extends a concrete one (g > 0 is the run's to check: a step
+        where g ≤ 0 fails); any other as it is."""
+        leaves = jax.tree.leaves(x)
+        if len(leaves) != 2 or any(jnp.shape(a)[-1:] != (self.base.dof,) for a in leaves):
+            return x
+        q, p = (jnp.asarray(a) for a in leaves)
+        H = self.base.hamiltonian((q, p))
+        t = jnp.zeros_like(H)[..., None]
+        return jnp.concatenate([q, t], -1), jnp.concatenate([p, -H[..., None]], -1)
 
     def example_state(self):
         return self.validate_state(self.base.example_state())[0]
