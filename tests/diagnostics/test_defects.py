@@ -137,6 +137,28 @@ def test_a_user_written_map_on_a_user_system_is_measured():
     assert verlet["symplectic"].verdict == verlet["reversibility"].verdict == "exact (round-off)"
 
 
+def test_defects_below_round_off_at_small_h_are_not_called_exact():
+    """RK4 keeps nothing exactly: at h = 1e-3 .. 6e-5 its one-step defects on Kepler, and
+    its own error, are below round-off, a verdict of the step sizes ("below round-off at
+    these h"), never "exact"; at h = 0.2 .. 0.0125 they are O(h^p).  Störmer–Verlet's L,
+    kept, is exact at steps that resolve the map; its declared symplectic form is exact
+    at any h, the momentum it does not declare only where the steps resolve the map."""
+    kepler = mi.systems.Kepler()
+    x = kepler.periapsis_state(0.5)
+    small = 1e-3 * 2.0 ** -np.arange(5)
+    rk4 = D.defect_exponent(D.energy_defect, kepler, I.RK4(), x, small)
+    assert rk4.at_floor and not rk4.exact, rk4
+    assert rk4.verdict == "below round-off at these h: larger h resolve it"
+    assert D.defect_exponent(D.energy_defect, kepler, I.RK4(), x, HS).verdict.startswith("O(h^")
+    rows = {r.name: r.verdict for r in D.check(kepler, I.RK4(), x, 1e-3)}
+    assert all(v == "below round-off at these h: larger h resolve it" for v in rows.values())
+    rows = {r.name: r.verdict for r in D.check(kepler, I.StormerVerlet(), x, 1e-5)}
+    assert rows["symplectic"] == "exact (round-off)"
+    assert rows["momentum L"] == "below round-off at these h: larger h resolve it"
+    rows = {r.name: r.verdict for r in D.check(kepler, I.StormerVerlet(), x, 1e-2)}
+    assert rows["momentum L"] == "exact (round-off)"
+
+
 def test_check_flags_a_declaration_the_measurement_contradicts():
     """A user's explicit Euler declared symplectic, symmetric and of order 2: check's
     verdicts say which declarations the measurement contradicts (symplectic, symmetric,

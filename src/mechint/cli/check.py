@@ -18,7 +18,8 @@ def add_parser(sub) -> None:
         help="measure what an integrator preserves on a system",
         description="One-step defects of the map at one state (symplectic or Poisson, energy, "
         "Casimirs, momentum maps, reversibility, the integrator's own kept quantities), their "
-        "exponent in h over h, h/2, ..., h/16, and a verdict: exact (round-off) or O(h^p). "
+        "exponent in h over h, h/2, ..., h/16, and a verdict: exact (round-off), O(h^p), or "
+        "below round-off at these h (where the map's own one-step error is too: larger h). "
         "Without a state option, a fixed generic state of the system is used.",
         epilog="example:\n  mechint check --system euler-top --inertia 3,2,1 --integrator kahan",
     )

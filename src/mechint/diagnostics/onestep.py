@@ -3,6 +3,7 @@
 ``one_step(system, integrator, x, hs)`` runs one program, jitted with the system and h
 traced and the integrator static (compiled once per (system type, integrator), for any
 step sizes), at each h of ``hs``: the step Φ_h(x) and its status, the step back Φ_{−h}(Φ_h(x)),
+the step on Φ_h(Φ_h(x)) (with Φ_{2h}(x), the map's own one-step error: ``defects.own_errors``),
 the system's invariants (and energy) before and after, and the quantities the map
 declares kept before and after.  ``jacobians`` does the same for DΦ(z) in the system's
 coordinates (forward mode through Newton loops).  A wrapper (``ReversibleAdaptive``,
@@ -42,6 +43,8 @@ class OneStep(NamedTuple):
     y: Any  # Φ_h(x) for each h (leading axis over hs)
     status: StepStatus  # the forward step's status, and the step back's combined in
     back: Any  # Φ_{−h}(Φ_h(x))
+    ahead: Any  # Φ_h(Φ_h(x))
+    ahead_ok: np.ndarray  # both steps to it succeeded
     before: dict  # invariants (and "energy" when the system has one) at x
     after: dict  # the same at Φ_h(x), for each h
     kept_before: dict  # integrator.preserved at x, for each h
@@ -77,9 +80,11 @@ def _with_base(integrator: Integrator, x, base):
 def _one_step(system, integrator, x, h):
     y, st = integrator.step(system, x, h)
     back, st_back = integrator.step(system, y, -h)
+    ahead, st_ahead = integrator.step(system, y, h)
     kept = (integrator.preserved(system, x, h), integrator.preserved(system, y, h))
-    x, y, back = (unwrap_all(integrator, s)[0] for s in (x, y, back))
-    return y, st, back, combine([st, st_back]), _values(system, x), _values(system, y), kept
+    x, y, back, ahead = (unwrap_all(integrator, s)[0] for s in (x, y, back, ahead))
+    both, on = combine([st, st_back]), combine([st, st_ahead]).ok
+    return y, st, back, (ahead, on), both, _values(system, x), _values(system, y), kept
 
 
 def _steps(hs) -> list[jax.Array]:
@@ -103,12 +108,12 @@ def one_step(system: System, integrator: Integrator, x, hs) -> tuple[OneStep, St
     ``require_serves``."""
     require_serves(integrator, system)
     x = _started(system, integrator, x)
-    y, st, back, both, before, after, (kb, ka) = _stacked(
+    y, st, back, (ahead, on), both, before, after, (kb, ka) = _stacked(
         [_one_step(system, integrator, x, h) for h in _steps(hs)]
     )
     before = jax.tree.map(lambda a: a[0], before)  # at x: the same at every h
     status = StepStatus(st.ok, st.residual, st.reason)
-    return OneStep(y, status, back, before, after, kb, ka), both
+    return OneStep(y, status, back, ahead, on, before, after, kb, ka), both
 
 
 @partial(jax.jit, static_argnames=("integrator",))
