@@ -559,6 +559,15 @@ def unwrap_all(integrator: Integrator, x) -> tuple[Any, dict[str, Any]]:
     return x, extras
 
 
+def with_base(integrator: Integrator, x, base):
+    """The state ``x`` of ``integrator`` with its base state replaced by ``base``, every
+    wrapper's extra part kept (``unwrap_all``'s inverse, given the parts)."""
+    if not isinstance(integrator, Wrapper):
+        return base
+    inner, extra = integrator.unwrap(x)
+    return integrator.wrap(with_base(integrator.base, inner, base), extra)
+
+
 def wrappers(integrator: Integrator) -> list[Wrapper]:
     """The wrappers around the map inside ``integrator``, outermost first."""
     out = []

@@ -123,6 +123,7 @@ class RunFile:
         self.tail_on_file: str = ""  # the tail's digest when it was last merged
         self.batched = False
         self.last_write = time.monotonic()
+        self.last_time: float | None = None  # the time of the last sample appended
         if resumed is None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.digest, self.segments, self.merged, self.samples = io.Digest(), [], 0, 0
@@ -140,6 +141,14 @@ class RunFile:
             self.skip = 1  # the run continues from the last sample on file
 
     # --- writing -------------------------------------------------------------------
+    @property
+    def t_end(self) -> float:
+        """The time of the last sample: the last one appended (a variable-step run's
+        physical time), else that of the grid."""
+        if self.last_time is not None:
+            return self.last_time
+        return self.t0 + self.h * (self.save_every * max(0, self.samples - 1))
+
     @property
     def steps(self) -> int:
         return max(0, self.samples - 1) * self.save_every
@@ -165,6 +174,7 @@ class RunFile:
         elapsed = None if traj.batched else traj.elapsed()
         if elapsed is not None:
             arrays["time"] = self.t0 + np.asarray(elapsed, np.float64)[-n:]
+        self.last_time = float(arrays["time"][-1])
         fields = {name for name, _ in io._fields(self.system, True, multipliers=True)}
         if self.inv0 is None:  # sample 0: the size of each invariant's terms there
             self.scale0 = _scales0(self.system, arrays, axis)

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import jax
-import numpy as np
 
 from mechint import _validate, integrators, io, resources
 from mechint.cli import guard, model, parsing
@@ -232,12 +231,8 @@ def _summary(traj, writer: RunFile, plot: Path | None) -> None:
                       for k, v in writer.worst.items())  # fmt: skip
     wall = traj.stats.get("wall_time", float("nan"))
     compiling = traj.stats.get("compile_time", 0.0)
-    t_end = writer.t0 + writer.h * (writer.save_every * (writer.samples - 1))
-    elapsed = None if traj.batched else traj.elapsed()
-    if elapsed is not None and np.size(elapsed):  # variable steps: the physical end
-        t_end = writer.t0 + float(np.asarray(elapsed)[-1])
     print(
-        f"wrote {writer.out}: {writer.samples} samples, t in [{writer.t0:g}, {t_end:g}], "
+        f"wrote {writer.out}: {writer.samples} samples, t in [{writer.t0:g}, {writer.t_end:g}], "
         f"{traj.steps} steps in {wall - compiling:.2f} s (+ {compiling:.2f} s compiling); "
         f"{drift}" + (f"; figure {plot}" if plot else ""),
         file=sys.stdout,

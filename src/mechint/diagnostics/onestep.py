@@ -35,6 +35,7 @@ from mechint.maps import (
     require_serves,
     start_all,
     unwrap_all,
+    with_base,
 )
 from mechint.systems.base import HamiltonianSystem, PoissonSystem, System
 
@@ -65,15 +66,6 @@ def _started(system: System, integrator: Integrator, x):
     if isinstance(integrator, Wrapper):
         x = start_all(integrator, system, jax.tree.map(np.asarray, x), False, 1)
     return jax.tree.map(jnp.asarray, x)
-
-
-def _with_base(integrator: Integrator, x, base):
-    """The state x of ``integrator`` with its base state replaced by ``base``, the
-    wrappers' extra parts kept."""
-    if not isinstance(integrator, Wrapper):
-        return base
-    inner, extra = integrator.unwrap(x)
-    return integrator.wrap(_with_base(integrator.base, inner, base), extra)
 
 
 @partial(jax.jit, static_argnames=("integrator",))
@@ -119,7 +111,7 @@ def one_step(system: System, integrator: Integrator, x, hs) -> tuple[OneStep, St
 @partial(jax.jit, static_argnames=("integrator",))
 def _jacobians(system, integrator, x, h):
     def phi(z):
-        y, st = integrator.step(system, _with_base(integrator, x, system.from_coordinates(z)), h)
+        y, st = integrator.step(system, with_base(integrator, x, system.from_coordinates(z)), h)
         zy = system.coordinates(unwrap_all(integrator, y)[0])
         return zy, (zy, st)
 
